@@ -1,0 +1,59 @@
+"""nr-llm: a plugin framework for LLM tools.
+
+Tools are pip-installable packages found through the ``nr_llm.tool`` entry-point group. A tool
+returns a :class:`ToolResult` with one model-facing string and artifacts that never reach a
+model provider; :meth:`ToolHost.invoke` bounds both channels.
+
+Importing this package is cheap: the loop, providers, privacy and audit modules are imported
+on first use of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from nr_llm_core.bounding import MAX_ARTIFACT_BYTES, MAX_ARTIFACT_DEPTH, MAX_CONTENT_BYTES
+from nr_llm_core.errors import ConfigurationError, NrLlmError, ToolLoadError
+from nr_llm_core.hooks import ToolContext, hookimpl
+from nr_llm_core.host import LoadError, ToolHost
+from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, ToolSpec
+
+if TYPE_CHECKING:  # the lazily imported names, for type checkers
+    pass
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MAX_ARTIFACT_BYTES",
+    "MAX_ARTIFACT_DEPTH",
+    "MAX_CONTENT_BYTES",
+    "Artifact",
+    "ArtifactType",
+    "ConfigurationError",
+    "DataClass",
+    "LoadError",
+    "NrLlmError",
+    "ToolContext",
+    "ToolHost",
+    "ToolLoadError",
+    "ToolResult",
+    "ToolSpec",
+    "hookimpl",
+]
+
+# name -> module, imported on first attribute access (PEP 562).
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nr_llm_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

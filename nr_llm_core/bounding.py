@@ -1,0 +1,358 @@
+"""Bounding: the host code that turns whatever a tool returned into a safe ``ToolResult``.
+
+It knows nothing of pluggy. Every rule here runs after the plugin returned, outside any hook
+call, on values read through the base types' own slots, so that no override a plugin defines
+(``__str__``, ``__iter__``, ``items``, ``__len__``, ``__eq__``, a ``__class__`` property …) runs.
+
+- Strings become valid UTF-8 (lone surrogates -> U+FFFD; split surrogate pairs rejoined).
+- ``content`` is capped at :data:`MAX_CONTENT_BYTES` on a character boundary plus a marker.
+- ``artifacts`` go through an iterative canonicalising walk to plain JSON values, charged against
+  a byte budget as the walk goes, then encoded once with the shared encoder; any failure replaces
+  the whole list with one ``Artifacts omitted`` TEXT artifact.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any, Final, cast
+
+from nr_llm_core.encoding import EncodeError, encode_json
+from nr_llm_core.results import Artifact, ArtifactType, ToolResult
+
+__all__ = [
+    "ARTIFACTS_OMITTED_LABEL",
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_ARTIFACT_BYTES",
+    "MAX_ARTIFACT_DEPTH",
+    "MAX_CONTENT_BYTES",
+    "REASON_TOO_LARGE",
+    "REASON_UNENCODABLE",
+    "TRUNCATION_MARKER",
+    "bound_artifacts",
+    "bound_content",
+    "bound_result",
+    "coerce_utf8",
+    "read_str",
+]
+
+MAX_CONTENT_BYTES: Final = 50_000
+MAX_ARTIFACT_BYTES: Final = 50_000
+MAX_ARTIFACT_DEPTH: Final = 64
+
+TRUNCATION_MARKER: Final = "\n…[tool result truncated at 50000 bytes]"
+_CONTENT_CUT: Final = MAX_CONTENT_BYTES - len(TRUNCATION_MARKER.encode("utf-8"))  # 49,958
+
+ARTIFACTS_OMITTED_LABEL: Final = "Artifacts omitted"
+REASON_UNENCODABLE: Final = "could not be encoded"
+REASON_TOO_LARGE: Final = "exceeded 50000 bytes"
+
+#: Integers every sink can hold exactly: SQLite's INTEGER and any 64-bit JSON reader.
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
+
+# Lower bounds of the encoded size, charged before anything is copied. They only ever
+# under-estimate the compact encoding, so nothing that fits is refused early; the exact
+# check is made on the encoder's real bytes at the end.
+_ARTIFACT_OBJECT_MIN: Final = len('{"type":"","label":"","data":}') + len("text")
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+_TOO_LARGE: Final = _Refused(REASON_TOO_LARGE)
+_UNENCODABLE: Final = _Refused(REASON_UNENCODABLE)
+
+
+def coerce_utf8(text: str) -> str:
+    """Return ``text`` (an exact ``str``) as valid UTF-8 text.
+
+    Lone surrogates become U+FFFD; a high surrogate followed by a low one (a pair split into two
+    code units) is rejoined into the one character it encodes.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 is the encoding surrogates belong to: writing code units verbatim and reading
+        # them back pairs what pairs and replaces what is alone.
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def read_str(value: Any) -> str | None:
+    """The real characters of a ``str`` (or a ``str`` subclass, read through ``str`` itself).
+
+    Returns ``None`` for anything else, enums included. No method of ``value`` runs.
+    """
+    t = type(value)
+    if t is str:
+        return cast(str, value)
+    if issubclass(t, str) and not issubclass(t, enum.Enum):
+        return str.__str__(value)
+    return None
+
+
+def bound_content(content: str) -> str:
+    """Cap ``content`` (an exact ``str``) at 50,000 UTF-8 bytes, valid UTF-8 throughout.
+
+    Over the cap it is cut on a character boundary at 49,958 bytes and the 42-byte
+    :data:`TRUNCATION_MARKER` is appended. Only the first 50,000 code units are ever copied:
+    every code unit is at least one byte, so a longer string is over the cap.
+    """
+    over = len(content) > MAX_CONTENT_BYTES
+    head = coerce_utf8(content[:MAX_CONTENT_BYTES] if over else content)
+    if head.isascii():
+        if not over and len(head) <= MAX_CONTENT_BYTES:
+            return head
+        return head[:_CONTENT_CUT] + TRUNCATION_MARKER
+    raw = head.encode("utf-8")
+    if not over and len(raw) <= MAX_CONTENT_BYTES:
+        return head
+    return raw[:_CONTENT_CUT].decode("utf-8", "ignore") + TRUNCATION_MARKER
+
+
+def omitted(reason: str) -> tuple[Artifact, ...]:
+    """The single marker artifact that replaces a list that failed bounding."""
+    return (Artifact(ArtifactType.TEXT, ARTIFACTS_OMITTED_LABEL, {"text": reason}),)
+
+
+def bound_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
+    """Canonicalise and bound an exact tuple of exact :class:`Artifact` values.
+
+    Returns new artifacts holding plain JSON copies, or the ``Artifacts omitted`` marker.
+    """
+    if not artifacts:
+        return ()
+    try:
+        canonical = _canonical_artifacts(artifacts)
+    except _Refused as refused:
+        return omitted(refused.reason)
+    except Exception:
+        # Anything unforeseen (a dict resized by another thread mid-walk …) fails closed.
+        return omitted(REASON_UNENCODABLE)
+    try:
+        encoded = encode_json([a.to_dict() for a in canonical])
+    except EncodeError:
+        return omitted(REASON_UNENCODABLE)
+    if len(encoded) > MAX_ARTIFACT_BYTES:
+        return omitted(REASON_TOO_LARGE)
+    return canonical
+
+
+def bound_result(value: object) -> ToolResult | None:
+    """Rebuild a new, bounded :class:`ToolResult` from what a tool returned.
+
+    ``None`` means the value is not a valid result (not a ``ToolResult``, or one whose fields
+    were forced to the wrong types): the seam turns that into an invalid-result error.
+    """
+    if type(value) is not ToolResult:
+        return None
+    try:
+        content = read_str(value.content)
+        is_error = value.is_error
+        artifacts = value.artifacts
+    except AttributeError:  # a slot left empty by object.__new__
+        return None
+    if content is None or type(is_error) is not bool or type(artifacts) is not tuple:
+        return None
+    if is_error:
+        return ToolResult._build(bound_content(content), True, ())
+    if len(artifacts) * (_ARTIFACT_OBJECT_MIN + 1) > MAX_ARTIFACT_BYTES + 1:
+        bounded: tuple[Artifact, ...] = omitted(REASON_TOO_LARGE)
+    elif any(type(a) is not Artifact for a in artifacts):
+        return None
+    else:
+        bounded = bound_artifacts(artifacts)
+    return ToolResult._build(bound_content(content), False, bounded)
+
+
+# -- the walk ---------------------------------------------------------------------------------
+
+
+def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
+    budget = MAX_ARTIFACT_BYTES - 1 - len(artifacts)  # brackets and commas
+    out = []
+    for artifact in artifacts:
+        kind = artifact.type
+        if type(kind) is not ArtifactType:
+            raise _UNENCODABLE
+        label = read_str(artifact.label)
+        if label is None:
+            raise _UNENCODABLE
+        budget -= _ARTIFACT_OBJECT_MIN + len(label)
+        if budget < 0:
+            raise _TOO_LARGE
+        label = coerce_utf8(label)
+        data, budget = _walk(artifact.data, 3, budget)
+        out.append(Artifact(kind, label, data))
+    return tuple(out)
+
+
+def _walk(root: object, depth: int, budget: int) -> tuple[Any, int]:
+    """Copy ``root`` (at nesting level ``depth``) into plain JSON values, iteratively.
+
+    Returns the copy and what is left of the byte budget. Raises ``_Refused``. Each container
+    charges one byte and a comma per item up front; an item then charges only what it adds.
+    """
+    holder: list[Any] = []
+    # A frame is (items still to copy, the container they go into, its level, is it a dict).
+    stack: list[_Frame] = [(iter((root,)), holder, depth - 1, False)]
+    while stack:
+        items, into, level, is_dict = stack[-1]
+        for item in items:
+            if is_dict:
+                raw_key, value = item
+                key = read_str(raw_key)
+                if key is None:
+                    raise _UNENCODABLE
+                budget -= len(key)
+                if budget < 0:
+                    raise _TOO_LARGE
+                key = coerce_utf8(key)
+                if key in into:
+                    raise _UNENCODABLE
+            else:
+                value = item
+            t = type(value)
+            child: _Frame | None = None
+            if t is str:
+                budget -= len(value) + 1
+                if budget < 0:
+                    raise _TOO_LARGE
+                copied: Any = coerce_utf8(value)
+            elif t is int:
+                if not INT_MIN <= value <= INT_MAX:
+                    raise _UNENCODABLE
+                copied = value
+            elif t is float:
+                if not math.isfinite(value):
+                    raise _UNENCODABLE
+                copied = value
+            elif t is bool or value is None:
+                budget -= 3
+                copied = value
+            elif t is list or t is tuple:
+                if level >= MAX_ARTIFACT_DEPTH:
+                    raise _UNENCODABLE
+                if 2 * len(value) > budget:  # refuse before copying anything
+                    raise _TOO_LARGE
+                copied, budget, rest = _copy_sequence(list(value), level + 1, budget)
+                if rest is not None:
+                    child = (rest, copied, level + 1, False)
+            elif t is dict:
+                if level >= MAX_ARTIFACT_DEPTH:
+                    raise _UNENCODABLE
+                budget -= 5 * len(value)  # at least `"":0,` per entry
+                if budget < 0:
+                    raise _TOO_LARGE
+                copied = {}
+                child = (iter(list(value.items())), copied, level + 1, True)
+            else:
+                copied, budget, child = _walk_subclass(value, t, level, budget)
+            if budget < 0:
+                raise _TOO_LARGE
+            if is_dict:
+                into[key] = copied
+            else:
+                into.append(copied)
+            if child is not None:
+                stack.append(child)
+                break
+        else:
+            stack.pop()
+    return holder[0], budget
+
+
+_Frame = tuple[Iterator[Any], Any, int, bool]
+
+
+def _copy_sequence(
+    items: list[Any], level: int, budget: int
+) -> tuple[list[Any], int, Iterator[Any] | None]:
+    """Copy a list (already a shallow copy) at ``level``: flat lists of strings and lists of
+    string lists (table rows) in one go, anything else by the walk.
+
+    Returns the copy, the budget left, and the items still to walk (``None`` when done).
+    """
+    budget -= 2 * len(items)
+    if budget < 0:
+        raise _TOO_LARGE
+    kinds = set(map(type, items))
+    if kinds == {str}:
+        return _copy_strings(items, budget)
+    if kinds == {list} and level < MAX_ARTIFACT_DEPTH:
+        cells_total = sum(map(len, items))
+        budget -= 2 * cells_total
+        if budget < 0:
+            raise _TOO_LARGE
+        rows = [list(row) for row in items]
+        cells = list(chain.from_iterable(rows))
+        if set(map(type, cells)) <= {str}:
+            strings, budget, _ = _copy_strings(cells, budget)
+            if strings is not cells:  # some cell needed coercion: rebuild the rows
+                it = iter(strings)
+                rows = [[next(it) for _ in row] for row in rows]
+            return rows, budget, None
+        budget += 2 * cells_total  # the walk charges the rows itself
+    return [], budget, iter(items)
+
+
+def _copy_strings(items: list[str], budget: int) -> tuple[list[str], int, None]:
+    budget -= sum(map(len, items)) + len(items)
+    if budget < 0:
+        raise _TOO_LARGE
+    joined = "".join(items)
+    if joined.isascii():
+        return items, budget, None
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return [coerce_utf8(s) for s in items], budget, None
+    return items, budget, None
+
+
+def _walk_subclass(value: Any, t: type, level: int, budget: int) -> tuple[Any, int, _Frame | None]:
+    """Read a subclass of a JSON type through its base type's slots; refuse everything else.
+
+    Enums, and every type that is not a subclass of ``str``, ``int``, ``float``, ``dict``,
+    ``list`` or ``tuple`` (bytes, sets, datetimes, dataclasses …), are refused.
+    """
+    if issubclass(t, enum.Enum):
+        raise _UNENCODABLE
+    if issubclass(t, str):
+        text = str.__str__(value)
+        budget -= len(text) + 1
+        if budget < 0:
+            raise _TOO_LARGE
+        return coerce_utf8(text), budget, None
+    if issubclass(t, int):
+        number = int.__index__(value)
+        if not INT_MIN <= number <= INT_MAX:
+            raise _UNENCODABLE
+        return number, budget, None
+    if issubclass(t, float):
+        real = float.__float__(value)
+        if not math.isfinite(real):
+            raise _UNENCODABLE
+        return real, budget, None
+    if not issubclass(t, (dict, list, tuple)) or level >= MAX_ARTIFACT_DEPTH:
+        raise _UNENCODABLE
+    if issubclass(t, dict):
+        budget -= 5 * dict.__len__(value)
+        if budget < 0:
+            raise _TOO_LARGE
+        mapping: dict[str, Any] = {}
+        pairs: list[tuple[Any, Any]] = list(dict.items(value))
+        return mapping, budget, (iter(pairs), mapping, level + 1, True)
+    base: Any = list if issubclass(t, list) else tuple
+    if 2 * base.__len__(value) > budget:
+        raise _TOO_LARGE
+    copied, budget, rest = _copy_sequence(list(base.__iter__(value)), level + 1, budget)
+    return copied, budget, None if rest is None else (rest, copied, level + 1, False)

@@ -1,0 +1,50 @@
+"""The one JSON encoder every sink uses: NDJSON streams, JSON responses, the audit store.
+
+The artifact bounding check is made on this encoder's real output, so anything that passed
+bounding is encodable by every sink. It is the standard library's C encoder: compact, UTF-8,
+``allow_nan=False``. orjson is deliberately not used here: 3.8 segfaults on deep input and
+3.12/3.13 corrupt the heap on deeply nested tuples (see docs/adr/0002-one-encoder.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+__all__ = ["EncodeError", "decode_json", "encode_json", "encode_json_str"]
+
+_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    check_circular=True,
+    separators=(",", ":"),
+)
+
+
+class EncodeError(ValueError):
+    """The value is not plain, finite, UTF-8 JSON."""
+
+
+def encode_json_str(value: Any) -> str:
+    """Encode ``value`` as compact JSON text, refusing NaN, infinities and non-JSON types."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EncodeError(f"not encodable as JSON: {type(exc).__name__}") from None
+
+
+def encode_json(value: Any) -> bytes:
+    """Encode ``value`` as compact UTF-8 JSON bytes (the bytes every sink writes)."""
+    try:
+        return encode_json_str(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise EncodeError("not encodable as JSON: lone surrogate in a string") from None
+
+
+def decode_json(data: str | bytes) -> Any:
+    """Decode JSON text, refusing ``NaN``/``Infinity`` tokens the encoder would never write."""
+    return json.loads(data, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(token: str) -> Any:
+    raise ValueError(f"invalid JSON constant {token}")

@@ -1,0 +1,506 @@
+"""The tool host: loads tool plugins, and ``invoke()``, the one seam every tool call passes.
+
+Loading uses pluggy for hookimpl parsing and signature validation, and its own entry-point
+loader so that one broken distribution never stops the others. Dispatch never goes through
+``pm.hook.execute()``: a frozen name -> implementation table built at load is called instead, so
+no plugin's wrapper, ``tryfirst`` or second implementation can see or rewrite another tool's
+result. Bounding (``nr_llm_core.bounding``) runs after the tool returned, in plain host code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Callable, Collection, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, final
+
+import attrs
+import pluggy
+
+from nr_llm_core.bounding import bound_result, coerce_utf8, read_str
+from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
+from nr_llm_core.results import ToolResult, ToolSpec
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ENV_BLOCK_TOOLS",
+    "ENV_DISABLE_AUTOLOAD",
+    "ENV_PLUGINS",
+    "LoadError",
+    "ToolHost",
+]
+
+logger = logging.getLogger("nr_llm.host")
+
+ENTRY_POINT_GROUP: Final = "nr_llm.tool"
+#: Set to a non-empty value to load no entry point but those named in ``NR_LLM_PLUGINS``.
+ENV_DISABLE_AUTOLOAD: Final = "NR_LLM_DISABLE_PLUGIN_AUTOLOAD"
+#: Comma-separated entry-point names to load even when autoloading is off.
+ENV_PLUGINS: Final = "NR_LLM_PLUGINS"
+#: Comma-separated tool names never to load (their modules are not even imported).
+ENV_BLOCK_TOOLS: Final = "NR_LLM_BLOCK_TOOLS"
+
+_HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
+_REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
+_MAX_REASON_CHARS: Final = 300
+_MAX_NAME_CHARS: Final = 80
+
+
+@attrs.frozen
+class LoadError:
+    """One tool that could not be loaded: where it came from and why, in host words."""
+
+    distribution: str | None
+    entry_point: str | None
+    reason: str
+
+
+@attrs.frozen
+class _Tool:
+    spec: ToolSpec
+    execute: Callable[..., object]
+    argnames: tuple[str, ...]
+    validate: Callable[[Any], Any]
+    distribution: str | None
+    plugin: object = attrs.field(repr=False)
+
+
+def _env_names(var: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in os.environ.get(var, "").split(",") if part.strip())
+
+
+def _short(text: str, limit: int) -> str:
+    text = coerce_utf8(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _display_name(name: object) -> str:
+    text = read_str(name)
+    return "?" if text is None else _short(text, _MAX_NAME_CHARS)
+
+
+@final
+class ToolHost:
+    """Holds the loaded tools and runs their calls through :meth:`invoke`.
+
+    ``ToolHost()`` is empty; :meth:`discover` loads the ``nr_llm.tool`` entry-point group.
+    ``enable``/``disable`` switch single tools on or off against their ``enabled_by_default``;
+    ``disable_groups`` switches whole groups off, and no per-tool ``enable`` overrides that.
+    ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        enable: Iterable[str] = (),
+        disable: Iterable[str] = (),
+        disable_groups: Iterable[str] = (),
+    ) -> None:
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        self._pm.add_hookspecs(ToolHookSpec)
+        self._tools: Mapping[str, _Tool] = MappingProxyType({})
+        self._enabled: Mapping[str, bool] = MappingProxyType({})
+        self._load_errors: list[LoadError] = []
+        self._lock = threading.RLock()
+        self._importing: str | None = None
+        self._reentered = False
+        self.timeout = timeout
+        self._enable = frozenset(enable)
+        self._disable = frozenset(disable)
+        self._disable_groups = frozenset(disable_groups)
+
+    # -- loading ------------------------------------------------------------------------------
+
+    @classmethod
+    def discover(
+        cls,
+        strict: bool = False,
+        *,
+        autoload: bool | None = None,
+        block: Iterable[str] | None = None,
+        **options: Any,
+    ) -> ToolHost:
+        """A host with every tool of the ``nr_llm.tool`` entry-point group loaded.
+
+        Each entry point is loaded on its own, in sorted order; a failure becomes an entry in
+        :attr:`load_errors` and never stops the rest. ``strict=True`` raises
+        :class:`ToolLoadError` on the first problem instead. ``autoload=False`` (or
+        ``NR_LLM_DISABLE_PLUGIN_AUTOLOAD``) loads only the entry points named in
+        ``NR_LLM_PLUGINS``; ``block`` (or ``NR_LLM_BLOCK_TOOLS``) names tools never to load.
+        ``options`` go to :class:`ToolHost`.
+        """
+        host = cls(**options)
+        host.load_entry_points(strict=strict, autoload=autoload, block=block)
+        return host
+
+    def load_entry_points(
+        self,
+        *,
+        strict: bool = False,
+        autoload: bool | None = None,
+        block: Iterable[str] | None = None,
+    ) -> None:
+        """Load the ``nr_llm.tool`` entry-point group into this host (see :meth:`discover`)."""
+        import importlib_metadata
+
+        if autoload is None:
+            autoload = not os.environ.get(ENV_DISABLE_AUTOLOAD)
+        blocked = _env_names(ENV_BLOCK_TOOLS) | frozenset(block or ())
+        wanted = None if autoload else _env_names(ENV_PLUGINS)
+
+        found = sorted(
+            importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
+            key=lambda ep: (ep.name, _dist_name(ep) or ""),
+        )
+        claims: dict[str, list[Any]] = {}
+        for ep in found:
+            claims.setdefault(ep.name, []).append(ep)
+        for name, eps in claims.items():
+            if name in blocked or (wanted is not None and name not in wanted):
+                continue
+            if len(eps) > 1:
+                dists = ", ".join(sorted(_dist_name(ep) or "?" for ep in eps))
+                for ep in eps:
+                    self._refuse(
+                        strict,
+                        f"tool name {name!r} is claimed by more than one distribution ({dists})",
+                        ep.name,
+                        _dist_name(ep),
+                    )
+                continue
+            ep = eps[0]
+            try:
+                self._load_one(ep)
+            except ToolLoadError as exc:
+                self._refuse(strict, exc.reason, ep.name, _dist_name(ep))
+
+    def _refuse(self, strict: bool, reason: str, entry_point: str | None, dist: str | None) -> None:
+        if strict:
+            raise ToolLoadError(reason, entry_point=entry_point, distribution=dist)
+        logger.warning("tool %r from %r not loaded: %s", entry_point, dist, reason)
+        self._load_errors.append(LoadError(dist, entry_point, reason))
+
+    def _load_one(self, ep: Any) -> None:
+        with self._lock:
+            before = set(self._pm.get_plugins())
+            self._importing, self._reentered = ep.name, False
+            try:
+                try:
+                    obj = ep.load()
+                    plugin = obj() if inspect.isclass(obj) else obj
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
+                    raise ToolLoadError(_import_failure(exc)) from None
+                if self._reentered:
+                    raise ToolLoadError("registered further plugins while being imported")
+                self._importing = None
+                if set(self._pm.get_plugins()) != before:
+                    raise ToolLoadError("registered further plugins while being imported")
+                self._register(plugin, entry_point=ep.name, distribution=_dist_name(ep))
+            except ToolLoadError:
+                for stray in set(self._pm.get_plugins()) - before:
+                    self._pm.unregister(stray)
+                raise
+            finally:
+                self._importing = None
+
+    def register(self, plugin: object) -> str:
+        """Register a tool plugin (a module, an object, or a class to instantiate).
+
+        Returns the tool's name. Raises :class:`ToolLoadError` when the plugin is refused; a
+        refused plugin is left unregistered.
+        """
+        with self._lock:
+            if self._importing is not None:
+                # A plugin reached the host while its own module was being imported.
+                self._reentered = True
+                raise ToolLoadError("registering plugins while a plugin is imported is refused")
+            if inspect.isclass(plugin):
+                plugin = plugin()
+            return self._register(plugin, entry_point=None, distribution=None)
+
+    def _register(
+        self, plugin: object, *, entry_point: str | None, distribution: str | None
+    ) -> str:
+        impls = self._check_hookimpls(plugin)
+        try:
+            self._pm.register(plugin, name=f"{entry_point or 'plugin'}-{id(plugin)}")
+        except ValueError as exc:  # pluggy's PluginValidationError and duplicate registration
+            raise ToolLoadError(_short(str(exc), _MAX_REASON_CHARS)) from None
+        try:
+            tool = self._build_tool(plugin, impls, entry_point, distribution)
+            if tool.spec.name in self._tools:
+                raise ToolLoadError(f"tool name {tool.spec.name!r} is already registered")
+        except BaseException:
+            self._pm.unregister(plugin)
+            raise
+        tools = dict(self._tools)
+        tools[tool.spec.name] = tool
+        self._tools = MappingProxyType(tools)
+        self._recompute_enabled()
+        return tool.spec.name
+
+    def _check_hookimpls(self, plugin: object) -> dict[str, str]:
+        """Map hook name -> attribute name, refusing every hookimpl a tool may not declare."""
+        found: dict[str, str] = {}
+        for attr in dir(plugin):
+            opts = self._pm.parse_hookimpl_opts(plugin, attr)
+            if opts is None:
+                continue
+            hook = opts.get("specname") or attr
+            if hook not in _HOOK_NAMES:
+                raise ToolLoadError(
+                    f"unknown hook {hook!r} (a tool implements tool_spec and execute)"
+                )
+            for flag in _REFUSED_OPTS:
+                if opts.get(flag):
+                    raise ToolLoadError(
+                        f"hookimpl {attr!r} declares {flag}, which tools may not use"
+                    )
+            if hook in found:
+                raise ToolLoadError(
+                    f"more than one {hook} implementation ({found[hook]!r}, {attr!r})"
+                )
+            found[hook] = attr
+        for hook in sorted(_HOOK_NAMES - found.keys()):
+            raise ToolLoadError(f"no {hook} hookimpl")
+        return found
+
+    def _build_tool(
+        self,
+        plugin: object,
+        impls: dict[str, str],
+        entry_point: str | None,
+        distribution: str | None,
+    ) -> _Tool:
+        by_hook = {
+            hook: next(
+                i for i in getattr(self._pm.hook, hook).get_hookimpls() if i.plugin is plugin
+            )
+            for hook in impls
+        }
+        execute = by_hook["execute"]
+        if "arguments" not in execute.argnames:
+            raise ToolLoadError("execute must take an 'arguments' parameter")
+        if inspect.iscoroutinefunction(execute.function):
+            raise ToolLoadError("execute must be a plain function, not a coroutine function")
+        try:
+            spec = by_hook["tool_spec"].function()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise ToolLoadError(f"tool_spec() raised {type(exc).__name__}") from None
+        if type(spec) is not ToolSpec:
+            raise ToolLoadError(f"tool_spec() returned {type(spec).__name__}, not a ToolSpec")
+        if entry_point is not None and spec.name != entry_point:
+            raise ToolLoadError(
+                f"entry point name {entry_point!r} differs from tool_spec().name {spec.name!r}"
+            )
+        return _Tool(
+            spec=spec,
+            execute=execute.function,
+            argnames=tuple(execute.argnames),
+            validate=_compile_schema(spec),
+            distribution=distribution,
+            plugin=plugin,
+        )
+
+    # -- what is loaded -----------------------------------------------------------------------
+
+    @property
+    def load_errors(self) -> tuple[LoadError, ...]:
+        """Every entry point that was refused, with its distribution and the reason."""
+        return tuple(self._load_errors)
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The pluggy manager (for inspection; dispatch never goes through its hooks)."""
+        return self._pm
+
+    def names(self) -> list[str]:
+        """Names of every registered tool, sorted."""
+        return sorted(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """Specs of every registered tool, sorted by name."""
+        return [self._tools[name].spec for name in sorted(self._tools)]
+
+    def spec(self, name: str) -> ToolSpec:
+        """The spec of one registered tool (``KeyError`` when there is none)."""
+        return self._tools[name].spec
+
+    def distribution(self, name: str) -> str | None:
+        """The distribution a tool was loaded from (``None`` when registered in code)."""
+        return self._tools[name].distribution
+
+    def is_enabled(self, name: str) -> bool:
+        """Whether a registered tool is enabled under this host's switches."""
+        return self._enabled.get(name, False)
+
+    def permitted(self, allowed: Collection[str] | None = None) -> list[str]:
+        """The tools a run with this allow-list may call: enabled, and named when ``allowed``."""
+        return [
+            name
+            for name in sorted(self._tools)
+            if self._enabled[name] and (allowed is None or name in allowed)
+        ]
+
+    def _recompute_enabled(self) -> None:
+        enabled = {}
+        for name, tool in self._tools.items():
+            if tool.spec.group in self._disable_groups or name in self._disable:
+                enabled[name] = False
+            elif name in self._enable:
+                enabled[name] = True
+            else:
+                enabled[name] = tool.spec.enabled_by_default
+        self._enabled = MappingProxyType(enabled)
+
+    # -- the seam -----------------------------------------------------------------------------
+
+    def invoke(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        allowed: Collection[str] | None = None,
+        context: ToolContext | None = None,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Run one tool call and return a new, bounded :class:`ToolResult`.
+
+        In order: unknown tool, tool not permitted (``allowed=None`` permits every enabled
+        tool, ``allowed=[]`` none), arguments not a JSON object or not valid for the schema
+        (``execute`` is not called), ``execute`` raising (logged here with its traceback; the
+        model gets a generic text), a return value that is not a ``ToolResult``; each is an
+        error result. Otherwise both channels are bounded. Never raises for a tool's fault.
+        """
+        tool = self._tools.get(name) if type(name) is str else None
+        if tool is None:
+            return ToolResult.error(f'Error: unknown tool "{_display_name(name)}"')
+        if not self._enabled[name] or (allowed is not None and name not in allowed):
+            return ToolResult.error(f'Error: tool "{name}" not permitted')
+        if type(arguments) is not dict:
+            return _invalid_arguments(name, "arguments must be a JSON object")
+        try:
+            tool.validate(arguments)
+        except Exception as exc:
+            return _invalid_arguments(name, getattr(exc, "message", None) or "schema mismatch")
+        limit = self.timeout if timeout is None else timeout
+        try:
+            if limit is None:
+                value = _call(tool, arguments, context)
+            else:
+                value = _call_with_timeout(tool, arguments, context, limit)
+        except _TimedOut:
+            logger.error("tool %r did not return within %s s; its thread is abandoned", name, limit)
+            return ToolResult.error(f'Error: tool "{name}" timed out.')
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            _log_failure(name, exc)
+            return ToolResult.error(f'Error: tool "{name}" failed.')
+        result = bound_result(value)
+        if result is None:
+            logger.error("tool %r returned %s, not a valid ToolResult", name, type(value).__name__)
+            return ToolResult.error(f'Error: tool "{name}" returned an invalid result.')
+        return result
+
+
+def _dist_name(ep: Any) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return None if dist is None else str(dist.name)
+
+
+def _plain_message(exc: BaseException) -> bool:
+    return len(exc.args) == 1 and type(exc.args[0]) is str
+
+
+def _import_failure(exc: BaseException) -> str:
+    """A load error's reason: the exception type, and the message only where the import system
+    wrote it (a missing module or attribute); a plugin's own exception text is not repeated."""
+    reason = f"could not be imported: {type(exc).__name__}"
+    if type(exc) in (ImportError, ModuleNotFoundError, AttributeError) and _plain_message(exc):
+        reason += f": {_short(exc.args[0], _MAX_REASON_CHARS)}"
+    return reason
+
+
+def _compile_schema(spec: ToolSpec) -> Callable[[Any], Any]:
+    import fastjsonschema
+
+    try:
+        return fastjsonschema.compile(dict(spec.parameters))
+    except Exception as exc:
+        raise ToolLoadError(
+            f"parameters of {spec.name!r} are not a valid JSON Schema: "
+            + _short(str(exc), _MAX_REASON_CHARS)
+        ) from None
+
+
+def _invalid_arguments(name: str, reason: object) -> ToolResult:
+    text = read_str(reason) or "schema mismatch"
+    return ToolResult.error(
+        f'Error: invalid arguments for tool "{name}": {_short(text, _MAX_REASON_CHARS)}'
+    )
+
+
+def _call(tool: _Tool, arguments: dict[str, Any], context: ToolContext | None) -> object:
+    names = tool.argnames
+    if len(names) == 1:
+        return tool.execute(arguments)
+    if names[0] == "arguments":
+        return tool.execute(arguments, context)
+    return tool.execute(context, arguments)
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _call_with_timeout(
+    tool: _Tool, arguments: dict[str, Any], context: ToolContext | None, limit: float
+) -> object:
+    """Run the call in a daemon thread and stop waiting after ``limit`` seconds.
+
+    A Python thread cannot be killed: a tool that never returns keeps its thread (and whatever
+    it holds) until the process ends; its eventual result is discarded. Process isolation is
+    the remedy for tools that must be stopped.
+    """
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, _call(tool, arguments, context)))
+        except BaseException as exc:
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, name=f"nr-llm-tool-{tool.spec.name}", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if not outcome:
+        raise _TimedOut
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _log_failure(name: str, exc: BaseException) -> None:
+    """Log the exception type and the stack. The exception's message is tool bytes (it may
+    hold a secret or be megabytes long): it is logged only at DEBUG, bounded."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error(
+        "tool %r raised %s\nTraceback (most recent call last):\n%s",
+        name,
+        type(exc).__qualname__,
+        frames.rstrip(),
+    )
+    if logger.isEnabledFor(logging.DEBUG) and _plain_message(exc):
+        logger.debug("tool %r exception message: %s", name, _short(exc.args[0], 500))
