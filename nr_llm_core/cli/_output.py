@@ -1,0 +1,72 @@
+"""Terminal output that tool bytes cannot take over.
+
+Every string that came from a tool, a model or a store is passed through :func:`visible`
+before it reaches the terminal: control characters (C0, C1, DEL), bidirectional overrides and
+invisible format characters are shown as escapes, so no ANSI sequence, RLO or NUL in tool
+output reaches the terminal raw.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Final
+
+import click
+
+__all__ = ["echo_visible", "render_table", "visible"]
+
+# C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
+# line/paragraph separators, and lone surrogates.
+_UNSAFE: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+    "\ufff9-\ufffb\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every control and invisible format character shown as an escape."""
+    out = _UNSAFE.sub(_escape, text)
+    if any(unicodedata.category(c) == "Cf" for c in out if ord(c) > 0x7F):
+        out = "".join(
+            f"\\u{ord(c):04x}" if ord(c) > 0x7F and unicodedata.category(c) == "Cf" else c
+            for c in out
+        )
+    if not keep_newlines:
+        out = out.replace("\n", "\\n").replace("\t", "\\t")
+    return out
+
+
+def echo_visible(text: str, **kwargs: bool) -> None:
+    """Print ``text`` made :func:`visible`."""
+    click.echo(visible(text), **kwargs)  # type: ignore[arg-type]  # only click's own flags
+
+
+def render_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: int = 40
+) -> str:
+    """A plain aligned text table; every cell made visible and cut at ``max_width``."""
+
+    def cell(value: object) -> str:
+        text = visible(value if isinstance(value, str) else str(value), keep_newlines=False)
+        return text if len(text) <= max_width else text[: max_width - 1] + "…"
+
+    header = [cell(c) for c in columns]
+    body = [[cell(c) for c in row] for row in rows]
+    widths = [len(h) for h in header]
+    for row in body:
+        for i, value in enumerate(row[: len(widths)]):
+            widths[i] = max(widths[i], len(value))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend(
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip() for row in body
+    )
+    return "\n".join(lines)
