@@ -1,0 +1,199 @@
+"""The run trace: one :class:`RunStep` per thing that happened in an agent run.
+
+A step's :meth:`RunStep.to_dict` uses the contract's snake_case keys and holds only the keys its
+kind has. :class:`RunTrace` collects steps and hands each one, as it is recorded, to its
+listeners (the live inspector and the audit persister are two such listeners). The steps here
+are unfiltered: the privacy filter runs in the persister, on the way to storage.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
+
+from nr_llm_core.results import ToolResult
+
+__all__ = [
+    "CONTENT_KEYS",
+    "RunStep",
+    "RunTrace",
+    "StepKind",
+    "StepListener",
+    "ToolInvocation",
+]
+
+logger = logging.getLogger("nr_llm.trace")
+
+#: The only step keys that can hold model or tool bytes (DESIGN.md, "Step records").
+CONTENT_KEYS: Final = (
+    "messages_sent",
+    "content",
+    "thinking",
+    "requested_tool_calls",
+    "raw",
+    "tool_arguments",
+    "tool_result",
+    "tool_artifacts",
+)
+
+
+class StepKind(enum.StrEnum):
+    """What a step records.
+
+    ``request``: the messages sent to the provider; ``llm``: what the provider answered;
+    ``tool``: one tool call through the seam; ``approval``: a decision on pending calls;
+    ``error``: a failure that ended the run (host words only).
+    """
+
+    REQUEST = "request"
+    LLM = "llm"
+    TOOL = "tool"
+    APPROVAL = "approval"
+    ERROR = "error"
+
+
+@attrs.frozen(kw_only=True)
+class ToolInvocation:
+    """One executed tool call: the name and arguments the model sent, the bounded result."""
+
+    name: str
+    arguments: Any
+    result: ToolResult
+    call_id: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RunStep:
+    """One step of a run. Build it with :meth:`request`, :meth:`llm`, :meth:`tool`,
+    :meth:`approval` or :meth:`error`; read it with :meth:`to_dict`."""
+
+    kind: StepKind
+    round: int
+    duration_ms: float
+    fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step in the contract's snake_case keys; ``duration_ms`` rounded to 0.001."""
+        return {
+            "kind": self.kind.value,
+            "round": self.round,
+            "duration_ms": round(self.duration_ms, 3),
+            **self.fields,
+        }
+
+    @classmethod
+    def request(
+        cls, *, round: int, messages: Sequence[Mapping[str, Any]], duration_ms: float = 0.0
+    ) -> RunStep:
+        """The conversation as sent to the provider (``messages_sent``)."""
+        return cls(
+            kind=StepKind.REQUEST,
+            round=round,
+            duration_ms=duration_ms,
+            fields={"messages_sent": [dict(m) for m in messages]},
+        )
+
+    @classmethod
+    def llm(
+        cls,
+        *,
+        round: int,
+        duration_ms: float,
+        content: str | None,
+        requested_tool_calls: Sequence[Mapping[str, Any]] = (),
+        thinking: str | None = None,
+        raw: Any = None,
+        usage: Mapping[str, int] | None = None,
+    ) -> RunStep:
+        """What the provider answered: text, requested tool calls, token usage."""
+        fields: dict[str, Any] = {"content": content or ""}
+        if thinking is not None:
+            fields["thinking"] = thinking
+        fields["requested_tool_calls"] = [dict(c) for c in requested_tool_calls]
+        if raw is not None:
+            fields["raw"] = raw
+        if usage is not None:
+            fields["usage"] = dict(usage)
+        return cls(kind=StepKind.LLM, round=round, duration_ms=duration_ms, fields=fields)
+
+    @classmethod
+    def tool(cls, *, round: int, duration_ms: float, invocation: ToolInvocation) -> RunStep:
+        """One tool call; ``tool_artifacts`` only when the result has artifacts."""
+        result = invocation.result
+        fields: dict[str, Any] = {
+            "tool_name": invocation.name,
+            "tool_call_id": invocation.call_id,
+            "tool_arguments": invocation.arguments,
+            "tool_result": result.content,
+            "tool_is_error": result.is_error,
+        }
+        if result.artifacts:
+            fields["tool_artifacts"] = [a.to_dict() for a in result.artifacts]
+        return cls(kind=StepKind.TOOL, round=round, duration_ms=duration_ms, fields=fields)
+
+    @classmethod
+    def approval(
+        cls, *, round: int, decisions: Mapping[str, bool], digest: str, duration_ms: float = 0.0
+    ) -> RunStep:
+        """A human decision on the pending calls: call id -> approved."""
+        return cls(
+            kind=StepKind.APPROVAL,
+            round=round,
+            duration_ms=duration_ms,
+            fields={"approvals": dict(decisions), "approval_digest": digest},
+        )
+
+    @classmethod
+    def error(cls, *, round: int, reason: str, duration_ms: float = 0.0) -> RunStep:
+        """A failure that ended the run; ``reason`` is host vocabulary, never provider bytes."""
+        return cls(
+            kind=StepKind.ERROR, round=round, duration_ms=duration_ms, fields={"reason": reason}
+        )
+
+
+#: A listener is called synchronously with each step as it is recorded.
+StepListener = Callable[["RunTrace", RunStep], None]
+
+
+@final
+class RunTrace:
+    """Collects the steps of one run and calls every listener for each step, in order.
+
+    A listener that raises is logged and skipped: it never stops the run or the other
+    listeners.
+    """
+
+    def __init__(self, run_id: str | None = None, listeners: Iterable[StepListener] = ()) -> None:
+        self.run_id = run_id or uuid.uuid4().hex
+        self._steps: list[RunStep] = []
+        self._listeners: list[StepListener] = list(listeners)
+        self._lock = threading.Lock()
+
+    def add_listener(self, listener: StepListener) -> None:
+        """Call ``listener(trace, step)`` for every step recorded from now on."""
+        self._listeners.append(listener)
+
+    def record(self, step: RunStep) -> None:
+        """Append ``step`` and hand it to every listener."""
+        with self._lock:
+            self._steps.append(step)
+            for listener in tuple(self._listeners):
+                try:
+                    listener(self, step)
+                except Exception:
+                    logger.exception("trace listener %r failed on a %s step", listener, step.kind)
+
+    @property
+    def steps(self) -> tuple[RunStep, ...]:
+        """Every step recorded so far, in order."""
+        return tuple(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
