@@ -190,6 +190,8 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...
         if budget < 0:
             raise _TOO_LARGE
         label = coerce_utf8(label)
+        if not issubclass(type(artifact.data), dict):  # an artifact's data is a JSON object
+            raise _UNENCODABLE
         data, budget = _walk(artifact.data, 3, budget)
         out.append(Artifact(kind, label, data))
     return tuple(out)

@@ -58,8 +58,8 @@ _DATA_CLASS_RANK: Final = {
 }
 
 
-def _frozen(self: object, name: str, value: object) -> NoReturn:
-    raise AttributeError(f"{type(self).__name__} is frozen; cannot set {name!r}")
+def _frozen(self: object, name: str, value: object = None) -> NoReturn:
+    raise AttributeError(f"{type(self).__name__} is frozen; cannot change {name!r}")
 
 
 def _require_str(value: object, what: str) -> str:
@@ -92,7 +92,7 @@ class Artifact:
         object.__setattr__(self, "data", data)
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @classmethod
     def table(cls, label: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Artifact:
@@ -145,7 +145,7 @@ class ToolResult:
         raise TypeError("build a ToolResult with ToolResult.text(...) or ToolResult.error(...)")
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @classmethod
     def _build(cls, content: str, is_error: bool, artifacts: tuple[Artifact, ...]) -> ToolResult:
@@ -252,7 +252,7 @@ class ToolSpec:
         set_(self, "requires_approval", bool(requires_approval))
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @property
     def effective_data_class(self) -> DataClass:
