@@ -232,7 +232,7 @@ class ToolHost:
         impls = self._check_hookimpls(plugin)
         try:
             self._pm.register(plugin, name=f"{entry_point or 'plugin'}-{id(plugin)}")
-        except ValueError as exc:  # pluggy's PluginValidationError and duplicate registration
+        except (pluggy.PluginValidationError, ValueError) as exc:  # ValueError: already registered
             raise ToolLoadError(_short(str(exc), _MAX_REASON_CHARS)) from None
         try:
             tool = self._build_tool(plugin, impls, entry_point, distribution)
