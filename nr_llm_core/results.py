@@ -162,12 +162,12 @@ class ToolResult:
         for a in artifacts:
             if not isinstance(a, Artifact):
                 raise TypeError(f"artifacts must be Artifact values, not {type(a).__name__}")
-        return cls._build(content, False, artifacts)
+        return ToolResult._build(content, False, artifacts)
 
     @classmethod
     def error(cls, content: str) -> ToolResult:
         """A failed call: ``content`` tells the model what went wrong. Carries no artifacts."""
-        return cls._build(_require_str(content, "content"), True, ())
+        return ToolResult._build(_require_str(content, "content"), True, ())
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not ToolResult:
@@ -191,6 +191,12 @@ class ToolResult:
 
     def __format__(self, spec: str) -> str:
         return format(repr(self), spec)
+
+
+_new_result: Final = object.__new__
+_set_content: Final = ToolResult.__dict__["content"].__set__
+_set_is_error: Final = ToolResult.__dict__["is_error"].__set__
+_set_artifacts: Final = ToolResult.__dict__["artifacts"].__set__
 
 
 def _empty_object_schema() -> dict[str, Any]:
