@@ -109,7 +109,11 @@ class Provider(Protocol):
     subclass) for every fault it knows of; the loop treats any other exception as a fault too.
     An empty ``tools`` sequence means no tools are offered (and none go on the wire)."""
 
-    trust_zone: TrustZone | str
+    @property
+    def trust_zone(self) -> TrustZone | str:
+        """Where the provider runs (see :class:`TrustZone`); a provider without one, or with
+        an unknown value, is treated as ``external``."""
+        ...
 
     def complete(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
