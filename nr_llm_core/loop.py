@@ -230,7 +230,8 @@ class ToolLoop:
     ) -> ToolLoopResult:
         """Continue a suspended run with a human decision.
 
-        ``state`` is the :class:`SuspendedRunState` (or a run id, loaded from the persister).
+        ``state`` is the :class:`SuspendedRunState` (or a run id, loaded from the persister;
+        with a persister, a state passed in must also be the one the persister holds).
         ``approved`` is one bool for every call that needs approval, or a mapping call id →
         bool (a call left out is refused). ``digest`` is the digest the approver was shown;
         when given it must equal the state's. The gate is applied again (a tool no longer
@@ -240,8 +241,16 @@ class ToolLoop:
         """
         if isinstance(state, str):
             state = self._load(state)
-        if type(state) is not SuspendedRunState:
+        elif type(state) is not SuspendedRunState:
             raise TypeError("state must be a SuspendedRunState or a run id")
+        elif self.persister is not None:
+            # With a store, its copy is the one that is waiting: an approval cannot be replayed
+            # on a run that was already resumed, or applied to a turn that has changed.
+            stored = self.persister.load_suspended(state.run_id)
+            if stored is None:
+                raise ApprovalError(f"run {state.run_id[:80]!r} is not waiting for approval")
+            if stored.get("digest") != state.digest:
+                raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
         if digest is not None and digest != state.digest:
             raise ApprovalError("stale approval: the digest does not match the pending turn")

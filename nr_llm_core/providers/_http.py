@@ -8,13 +8,14 @@ without reading the rest. Error messages are host words: no key, no URL, no resp
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from nr_llm_core.encoding import decode_json, encode_json
+from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
     ProviderAuthError,
     ProviderError,
@@ -41,6 +42,24 @@ _sleep: Callable[[float], None] = time.sleep
 
 class _TooLarge(Exception):
     pass
+
+
+class _PastDeadline(Exception):
+    pass
+
+
+def _encode_request(payload: Any) -> bytes:
+    try:
+        return encode_json(payload)
+    except EncodeError:
+        pass
+    # A caller's text may hold a lone surrogate: send it as an ASCII escape rather than fail.
+    try:
+        return json.dumps(
+            payload, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+    except (TypeError, ValueError, RecursionError):
+        raise ProviderRequestError("the request could not be encoded as JSON") from None
 
 
 class JsonPoster:
@@ -86,7 +105,7 @@ class JsonPoster:
         errors up to ``max_retries`` times."""
         import httpx
 
-        body = encode_json(payload)
+        body = _encode_request(payload)
         client = self._http()
         attempt = 0
         while True:
@@ -94,7 +113,7 @@ class JsonPoster:
             status: int | None = None
             try:
                 code, retry_after, data = self._once(client, url, headers, body)
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, _PastDeadline):
                 problem = f"{self.what} did not answer in time"
                 wait = None
             except httpx.TransportError as exc:
@@ -125,10 +144,15 @@ class JsonPoster:
     def _once(
         self, client: httpx.Client, url: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, float | None, bytes]:
+        # httpx's read timeout is per chunk: a server that trickles bytes would never trip
+        # it, so the whole answer also has a deadline.
+        deadline = time.monotonic() + self.timeout * 2
         with client.stream("POST", url, headers=dict(headers), content=body) as response:
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise _PastDeadline
                 size += len(chunk)
                 if size > MAX_RESPONSE_BYTES:
                     raise _TooLarge

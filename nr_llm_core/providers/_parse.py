@@ -15,11 +15,12 @@ from typing import Any, Final
 
 import attrs
 
-from nr_llm_core.encoding import decode_json
+from nr_llm_core.bounding import coerce_utf8
+from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.messages import MAX_CALL_ID_CHARS, ToolCall
 from nr_llm_core.results import TOOL_NAME_RE
 
-__all__ = ["RawCall", "error_code", "keep_tool_calls", "parse_arguments"]
+__all__ = ["RawCall", "clean_text", "error_code", "keep_tool_calls", "parse_arguments"]
 
 _ID_RE: Final = re.compile(rf"[\x21-\x7e]{{1,{MAX_CALL_ID_CHARS}}}")
 _CODE_RE: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -49,7 +50,18 @@ def parse_arguments(value: object) -> tuple[dict[str, Any], str | None]:
             return {}, "arguments are not valid JSON"
     if type(value) is not dict:
         return {}, "arguments must be a JSON object"
+    try:
+        # What cannot be sent back (1e999 read as inf, a lone surrogate) is refused here,
+        # not in the next request.
+        encode_json(value)
+    except EncodeError:
+        return {}, "arguments are not valid JSON"
     return value, None
+
+
+def clean_text(value: object) -> str:
+    """A provider's text as valid UTF-8 (``""`` when it is not a string)."""
+    return coerce_utf8(value) if type(value) is str else ""
 
 
 def keep_tool_calls(raw: Iterable[RawCall]) -> tuple[tuple[ToolCall, ...], int]:

@@ -9,7 +9,7 @@ from typing import Any, Final, final
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
 from nr_llm_core.providers._http import JsonPoster
-from nr_llm_core.providers._parse import RawCall, keep_tool_calls
+from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
 
@@ -154,8 +154,8 @@ def parse_anthropic_response(data: dict[str, Any]) -> Completion:
         if type(block) is not dict:
             continue
         kind = block.get("type")
-        if kind == "text" and type(block.get("text")) is str:
-            texts.append(block["text"])
+        if kind == "text":
+            texts.append(clean_text(block.get("text")))
         elif kind == "tool_use":
             raws.append(RawCall(block.get("id"), block.get("name"), block.get("input")))
     calls, dropped = keep_tool_calls(raws)

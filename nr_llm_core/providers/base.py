@@ -54,7 +54,10 @@ _CEILING: Final = {
 
 def zone_of(provider: object) -> TrustZone:
     """The provider's declared zone; anything missing or unrecognised is ``external``."""
-    value = getattr(provider, "trust_zone", None)
+    try:
+        value = getattr(provider, "trust_zone", None)
+    except Exception:  # a property that raises is no declaration
+        return TrustZone.EXTERNAL
     if not isinstance(value, str):
         return TrustZone.EXTERNAL
     try:

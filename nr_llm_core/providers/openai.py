@@ -10,7 +10,7 @@ from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
 from nr_llm_core.providers._http import JsonPoster
-from nr_llm_core.providers._parse import RawCall, keep_tool_calls
+from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
 
@@ -134,8 +134,7 @@ def parse_openai_response(data: dict[str, Any]) -> Completion:
     message = choices[0].get("message")
     if type(message) is not dict:
         raise ProviderResponseError("the OpenAI-compatible provider sent no message")
-    content = message.get("content")
-    text = content if type(content) is str else ""
+    text = clean_text(message.get("content"))
     raw_calls = message.get("tool_calls")
     raws: list[RawCall] = []
     if type(raw_calls) is list:

@@ -162,6 +162,20 @@ def test_resume_by_run_id_through_the_recorder() -> None:
     assert writer.calls == [{"text": "hi"}]
     with pytest.raises(ApprovalError, match="not waiting"):
         loop.resume(result.run_id, approved=True)
+    # Nor can the state object be replayed once the stored run has moved on.
+    with pytest.raises(ApprovalError, match="not waiting"):
+        loop.resume(result.suspended, approved=True)
+    assert writer.calls == [{"text": "hi"}]
+
+
+def test_with_a_store_the_stored_turn_is_the_one_approved() -> None:
+    recorder = MemoryRecorder()
+    loop, writer, result = suspended(recorder)
+    other = attrs.evolve(result.suspended, run_id="run-1", iterations=9)
+    other = attrs.evolve(other, digest=other.compute_digest())
+    with pytest.raises(ApprovalError, match="stale"):
+        loop.resume(other, approved=True)
+    assert writer.calls == []
 
 
 def test_the_gate_is_applied_again_on_resume() -> None:

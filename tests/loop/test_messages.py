@@ -107,6 +107,9 @@ def test_from_dict_refuses_malformed_records() -> None:
         ("NaN", ({}, "arguments are not valid JSON")),
         ("[" * 100_000, ({}, "arguments are not valid JSON")),
         (42, ({}, "arguments must be a JSON object")),
+        ('{"a": 1e999}', ({}, "arguments are not valid JSON")),
+        ('{"a": "\\ud800"}', ({}, "arguments are not valid JSON")),
+        ({"a": float("nan")}, ({}, "arguments are not valid JSON")),
     ],
 )
 def test_parse_arguments(raw: object, expected: tuple[dict[str, object], str | None]) -> None:
