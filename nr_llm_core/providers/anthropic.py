@@ -115,6 +115,12 @@ class AnthropicProvider:
         """Close the HTTP connection pool."""
         self._poster.close()
 
+    def __enter__(self) -> AnthropicProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def request_body(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
     ) -> dict[str, Any]:

@@ -69,7 +69,9 @@ class OpenAIChatProvider:
     header when there is none, as Ollama needs). 429, 5xx, timeouts and connection errors are
     retried ``max_retries`` times with backoff, honouring ``Retry-After`` up to
     ``max_retry_after`` seconds. ``trust_zone`` defaults to ``external``: say ``local`` or
-    ``private-hosted`` for a server you run.
+    ``private-hosted`` for a server you run. ``extra_body`` adds request fields (such as
+    ``temperature``); it may not set ``model``, ``messages`` or ``tools``. Usable as a context
+    manager (closes the connection pool).
     """
 
     def __init__(
@@ -89,6 +91,10 @@ class OpenAIChatProvider:
         self._api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         self.trust_zone = TrustZone(trust_zone)
         self.extra_body = dict(extra_body or {})
+        reserved = {"model", "messages", "tools"} & self.extra_body.keys()
+        if reserved:
+            # The offer and the conversation come only from the loop's own checked values.
+            raise ValueError(f"extra_body may not set {', '.join(sorted(reserved))}")
         self._poster = JsonPoster(
             what="the OpenAI-compatible provider",
             timeout=timeout,
@@ -103,6 +109,12 @@ class OpenAIChatProvider:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._poster.close()
+
+    def __enter__(self) -> OpenAIChatProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def request_body(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]

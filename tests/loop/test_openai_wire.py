@@ -344,3 +344,17 @@ def test_odd_text_from_the_provider_is_made_sendable() -> None:
         done = ToolLoop(provider(server.url), make_host()).run("bad \ud800 text", allowed=[])
     assert done.content == "fine"
     assert b"\\ud800" in server.requests[0].body
+
+
+def test_extra_body_cannot_set_the_offer_or_the_conversation() -> None:
+    for key in ("tools", "messages", "model"):
+        with pytest.raises(ValueError, match=key):
+            OpenAIChatProvider("http://127.0.0.1:1/v1", "m", extra_body={key: []})
+    with (
+        WireServer([text_reply("warm")]) as server,
+        OpenAIChatProvider(
+            f"{server.url}/v1", "m", extra_body={"temperature": 0.2}, max_retries=0
+        ) as p,
+    ):
+        p.complete([ChatMessage.user("x")], [])
+    assert server.requests[0].json()["temperature"] == 0.2
