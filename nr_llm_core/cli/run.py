@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from nr_llm_core.cli._output import visible
-from nr_llm_core.encoding import encode_json_str
+from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import RunRecorder, TerminationReason, ToolLoop, ToolLoopResult
 from nr_llm_core.providers import (
@@ -27,16 +27,52 @@ _PREVIEW_CHARS = 80
 _DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-sonnet-latest"}
 
 
+def _read_script(path: str) -> list[Any]:
+    """A JSON list of turns: strings (final answers) or ``{"content", "tool_calls"}``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            turns = decode_json(fh.read())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise click.BadParameter(f"cannot read the script ({type(exc).__name__})") from None
+    if type(turns) is not list or not all(
+        type(t) is str
+        or (
+            type(t) is dict
+            and type(t.get("content", "")) is str
+            and type(t.get("tool_calls", [])) is list
+            and all(
+                type(c) is dict
+                and type(c.get("name")) is str
+                and type(c.get("arguments", {})) is dict
+                and type(c.get("id", "")) is str
+                for c in t.get("tool_calls", [])
+            )
+        )
+        for t in turns
+    ):
+        raise click.BadParameter(
+            'a script is a JSON list of strings or {"content", "tool_calls": [{"name", '
+            '"arguments", "id"}]} objects',
+            param_hint="--script",
+        )
+    return turns
+
+
 def make_provider(
     name: str | None,
     *,
     model: str | None = None,
     base_url: str | None = None,
     trust_zone: str | None = None,
+    script: str | None = None,
 ) -> Provider:
-    """The provider the CLI uses: ``scripted`` (the demo script) when ``name`` is ``None``."""
+    """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
+    turns) when ``name`` is ``None``."""
     if name in (None, "scripted"):
-        return ScriptedProvider(DEMO_TURNS, trust_zone=trust_zone or TrustZone.LOCAL)
+        turns = DEMO_TURNS if script is None else _read_script(script)
+        return ScriptedProvider(turns, trust_zone=trust_zone or TrustZone.LOCAL)
+    if script is not None:
+        raise click.BadParameter("--script is for the scripted provider", param_hint="--script")
     zone = TrustZone(trust_zone) if trust_zone else TrustZone.EXTERNAL
     chosen = model or _DEFAULT_MODELS[name]
     if name == "openai":
@@ -126,6 +162,12 @@ def _report(result: ToolLoopResult) -> None:
     default=None,
     help="Where the provider runs (default external for HTTP providers): limits tools offered.",
 )
+@click.option(
+    "--script",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A JSON list of turns for the scripted provider (default: the built-in demo).",
+)
 @click.option("--tools", "tools", default=None, help="Comma-separated tools to offer.")
 @click.option("--max-rounds", type=click.IntRange(1), default=5, show_default=True)
 def run(
@@ -134,11 +176,14 @@ def run(
     model: str | None,
     base_url: str | None,
     trust_zone: str | None,
+    script: str | None,
     tools: str | None,
     max_rounds: int,
 ) -> None:
     """Run PROMPT through the tool loop and print the answer and a compact trace."""
-    chosen = make_provider(provider, model=model, base_url=base_url, trust_zone=trust_zone)
+    chosen = make_provider(
+        provider, model=model, base_url=base_url, trust_zone=trust_zone, script=script
+    )
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]

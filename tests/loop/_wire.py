@@ -19,6 +19,7 @@ class Reply:
     body: bytes | Any = b"{}"
     headers: dict[str, str] = attrs.field(factory=dict)
     hang: bool = False  # wait (up to 10 s, or until the server stops) before answering
+    trickle: float = 0.0  # seconds between single body bytes
 
     def payload(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -68,7 +69,14 @@ class WireServer:
                         self.send_header(key, value)
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.trickle:
+                        for i in range(len(data)):
+                            if server.release.wait(reply.trickle):
+                                return
+                            self.wfile.write(data[i : i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import click
 import pytest
 from click.testing import CliRunner
 
 from nr_llm_core.cli import main
+from nr_llm_core.cli.run import _report
 
+from ._tools import Writer
 from ._wire import Reply, WireServer
 from .test_openai_wire import text_reply
 
@@ -69,3 +75,50 @@ def test_a_failed_run_exits_non_zero_with_a_reason() -> None:
 def test_run_is_listed() -> None:
     out = CliRunner().invoke(main, ["--help"])
     assert "run" in out.output
+
+
+def test_a_script_file_drives_the_scripted_provider(tmp_path: Path) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"content": "checking", "tool_calls": [{"name": "nope", "id": "c1"}]},
+                "final \x1b[2J answer",
+            ]
+        )
+    )
+    out = CliRunner().invoke(main, ["run", "go", "--script", str(script)])
+    assert out.exit_code == 0, out.output
+    # No tool is installed, so nothing is offered and the first turn is the answer.
+    assert "checking" in out.output
+    assert "\x1b" not in out.output
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '{"turns": []}', "[1]", '[{"tool_calls": [{"arguments": {}}]}]']
+)
+def test_a_bad_script_is_a_usage_error(tmp_path: Path, content: str) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(content)
+    out = CliRunner().invoke(main, ["run", "go", "--script", str(script)])
+    assert out.exit_code == 2
+    assert "Traceback" not in out.output
+
+
+def test_a_suspended_run_is_reported_with_its_digest_and_pending_calls() -> None:
+    from nr_llm_core import ScriptedProvider, ToolHost, ToolLoop
+
+    host = ToolHost()
+    host.register(Writer())
+    turn = {"tool_calls": [{"name": "write_note", "arguments": {"text": "\x1b[31m"}, "id": "w"}]}
+    result = ToolLoop(ScriptedProvider([turn]), host).run("go")
+
+    @click.command()
+    def show() -> None:
+        _report(result)
+
+    out = CliRunner().invoke(show)
+    assert f"awaiting approval (digest {result.suspended.digest}):" in out.output
+    assert "w  write_note" in out.output
+    assert "[needs approval]" in out.output
+    assert "\x1b" not in out.output

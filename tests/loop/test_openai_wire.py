@@ -204,6 +204,16 @@ def test_a_timeout_fails_the_run() -> None:
     )
 
 
+def test_a_server_that_trickles_bytes_meets_the_deadline() -> None:
+    # Each byte arrives well within the read timeout; the whole answer never does.
+    slow = text_reply("slow " * 50)
+    slow.trickle = 0.02
+    with WireServer([slow]) as server:
+        result = run(server.url, timeout=0.1)
+    assert result.termination_reason is TerminationReason.FAILED
+    assert "did not answer in time" in (result.error or "")
+
+
 def test_connection_refused_fails_the_run(sleeps: list[float]) -> None:
     result = run(refused_url(), max_retries=1)
     assert result.termination_reason is TerminationReason.FAILED
