@@ -270,6 +270,8 @@ class ToolLoop:
         notes = []
         if completion.dropped_tool_calls:
             notes.append(f"dropped {completion.dropped_tool_calls} tool call(s) without a name")
+        if completion.tool_calls and not tools:
+            notes.append("tool calls not answered: no tools were offered")
         run.trace.record(
             RunStep.llm(
                 round=round_no,

@@ -146,6 +146,8 @@ def test_empty_offer_is_one_plain_completion() -> None:
     assert provider.requests[0][1] == ()
     assert result.termination_reason is TerminationReason.COMPLETED
     assert result.invocations == ()
+    llm = result.trace.steps[1].to_dict()  # type: ignore[union-attr]
+    assert llm["notes"] == ["tool calls not answered: no tools were offered"]
 
 
 def test_round_cap_then_one_final_completion_without_tools() -> None:
