@@ -314,3 +314,28 @@ def test_demo_script_is_a_plain_list_that_calls_the_builtin_tools() -> None:
         "calculate ran with ['expression']",
     ]
     assert result.content.startswith("I listed the tables")
+
+
+def test_a_tool_that_never_returns_times_out_and_the_loop_continues() -> None:
+    import threading
+
+    release = threading.Event()
+
+    class Stuck:
+        @hookimpl
+        def tool_spec(self) -> ToolSpec:
+            return ToolSpec("stuck", "Never returns.", data_class="public")
+
+        @hookimpl
+        def execute(self, arguments: dict[str, Any]) -> ToolResult:
+            release.wait(30)
+            return ToolResult.text("too late")
+
+    provider = ScriptedProvider([{"tool_calls": [call("stuck", id="s")]}, "moved on"])
+    try:
+        result = ToolLoop(provider, make_host(Stuck()), tool_timeout=0.2).run("go")
+    finally:
+        release.set()
+    assert result.invocations[0].result.content == 'Error: tool "stuck" timed out.'
+    assert result.content == "moved on"
+    assert result.termination_reason is TerminationReason.COMPLETED
