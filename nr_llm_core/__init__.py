@@ -20,7 +20,11 @@ from nr_llm_core.host import LoadError, ToolHost
 from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, ToolSpec
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
-    pass
+    from nr_llm_core.approval import SuspendedRunState
+    from nr_llm_core.errors import ProviderError
+    from nr_llm_core.loop import ToolLoop, ToolLoopResult
+    from nr_llm_core.messages import ChatMessage, ToolCall
+    from nr_llm_core.providers import AnthropicProvider, OpenAIChatProvider, ScriptedProvider
 
 __version__ = "0.1.0"
 
@@ -28,22 +32,41 @@ __all__ = [
     "MAX_ARTIFACT_BYTES",
     "MAX_ARTIFACT_DEPTH",
     "MAX_CONTENT_BYTES",
+    "AnthropicProvider",
     "Artifact",
     "ArtifactType",
+    "ChatMessage",
     "ConfigurationError",
     "DataClass",
     "LoadError",
     "NrLlmError",
+    "OpenAIChatProvider",
+    "ProviderError",
+    "ScriptedProvider",
+    "SuspendedRunState",
+    "ToolCall",
     "ToolContext",
     "ToolHost",
     "ToolLoadError",
+    "ToolLoop",
+    "ToolLoopResult",
     "ToolResult",
     "ToolSpec",
     "hookimpl",
 ]
 
 # name -> module, imported on first attribute access (PEP 562).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "AnthropicProvider": "nr_llm_core.providers",
+    "ChatMessage": "nr_llm_core.messages",
+    "OpenAIChatProvider": "nr_llm_core.providers",
+    "ProviderError": "nr_llm_core.errors",
+    "ScriptedProvider": "nr_llm_core.providers",
+    "SuspendedRunState": "nr_llm_core.approval",
+    "ToolCall": "nr_llm_core.messages",
+    "ToolLoop": "nr_llm_core.loop",
+    "ToolLoopResult": "nr_llm_core.loop",
+}
 
 
 def __getattr__(name: str) -> Any:
