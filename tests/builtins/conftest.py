@@ -37,21 +37,6 @@ ALL_TOOLS = (
     CurrentTime,
     Calculate,
 )
-TOOL_NAMES = (
-    "list_tables",
-    "describe_table",
-    "read_records",
-    "search_records",
-    "update_record",
-    "list_files",
-    "read_file",
-    "search_files",
-    "get_env",
-    "get_env_raw",
-    "system_status",
-    "current_time",
-    "calculate",
-)
 
 
 @pytest.fixture(autouse=True)
