@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import logging
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, final
@@ -237,7 +238,7 @@ def format_cell(value: object, *, is_bool: bool = False) -> str:
         text = f"<binary, {len(bytes(value))} bytes>"
     elif isinstance(value, dt.datetime | dt.date | dt.time):
         text = value.isoformat()
-    elif isinstance(value, int | float | decimal.Decimal | str):
+    elif isinstance(value, int | float | decimal.Decimal | str | uuid.UUID | dt.timedelta):
         text = str(value)
     else:
         text = f"<{type(value).__name__}>"

@@ -219,6 +219,10 @@ class ReadRecords:
                 schema = table_schema(conn, config, arguments["table"])
                 if schema is None:
                     return ToolResult.error(TABLE_REFUSED)
+                if not schema.columns:
+                    return ToolResult.error(
+                        f"Table {schema.name} has no columns that may be shown."
+                    )
                 selected = _selected_columns(schema, arguments.get("fields"))
                 if isinstance(selected, ToolResult):
                     return selected

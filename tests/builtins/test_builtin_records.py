@@ -407,3 +407,37 @@ def test_output_stays_within_the_budget_and_channels_agree(
     assert f"offset={len(rows)}" in result.content
     for row in rows:
         assert " | ".join(row) in result.content.splitlines()
+
+
+def test_table_with_only_hidden_columns(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "keys.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE vault (password TEXT, api_key TEXT)")
+        conn.execute("INSERT INTO vault VALUES ('hunter2', 'sk-live')")
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+    result = invoke("read_records", {"table": "vault"})
+    assert result.content == "Table vault has no columns that may be shown."
+    described = invoke("describe_table", {"table": "vault"})
+    assert "hunter2" not in described.content
+    assert "password" not in described.content
+    assert "2 column(s) hidden" in described.content
+    search = invoke("search_records", {"table": "vault", "query": "hunter"})
+    assert search.content == "Table vault has no text columns to search."
+
+
+def test_quoted_identifiers_with_odd_names(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "odd.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute('CREATE TABLE "we""ird table" ("select" INTEGER PRIMARY KEY, "a b" TEXT)')
+        conn.execute("INSERT INTO \"we\"\"ird table\" VALUES (1, 'x'), (2, 'y')")
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+    result = invoke(
+        "read_records", {"table": 'we"ird table', "where_equals": {"a b": "y"}, "fields": ["a b"]}
+    )
+    assert result.artifacts[0].data == {"columns": ["select", "a b"], "rows": [["2", "y"]]}
+    search = invoke("search_records", {"table": 'we"ird table', "query": "x"})
+    assert "select=1" in search.content
