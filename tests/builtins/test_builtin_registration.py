@@ -222,3 +222,31 @@ def test_bad_arguments_get_a_short_error(invoke: Invoke, name: str, arguments: A
     assert len(result.content) <= 400
     assert "Traceback" not in result.content
     assert result.content.startswith(f'Error: invalid arguments for tool "{name}"'), result.content
+
+
+def test_documented_python_examples_run() -> None:
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "builtin-tools.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/builtin-tools.md", "exec"), {})
+
+
+def test_every_builtin_is_documented() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "builtin-tools.md").read_text()
+    for name in TOOL_NAMES:
+        assert f"### `{name}`" in doc
+    for var in (
+        "NR_LLM_RECORDS_DB",
+        "NR_LLM_RECORDS_PERSONAL_COLUMNS",
+        "NR_LLM_RECORDS_SENSITIVE_COLUMNS",
+        "NR_LLM_RECORDS_SENSITIVE_TABLES",
+        "NR_LLM_FILES_ROOT",
+        "NR_LLM_FILES_SEARCH_TIMEOUT",
+        "NR_LLM_ENABLE_TOOLS",
+        "NR_LLM_DISABLE_TOOLS",
+        "NR_LLM_DISABLE_GROUPS",
+    ):
+        assert var in doc
