@@ -8,11 +8,8 @@ identifier; every value is a bound parameter.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import logging
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, final
@@ -28,24 +25,20 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.expression import ColumnClause, TableClause
 
 __all__ = [
-    "MAX_CELL_CHARS",
     "NOT_AVAILABLE",
     "TABLE_REFUSED",
     "Column",
     "DatabaseUnavailable",
     "TableSchema",
     "connect",
-    "format_cell",
     "permitted_tables",
     "quoted_column",
     "quoted_table",
-    "refusal_name",
     "table_schema",
 ]
 
 logger = logging.getLogger("nr_llm.builtin_tools.records")
 
-MAX_CELL_CHARS: Final = 300
 TABLE_REFUSED: Final = "Table not found or not permitted."
 NOT_AVAILABLE: Final = "Error: the records database is not available."
 _MAX_TABLES: Final = 500
@@ -225,31 +218,3 @@ def quoted_column(name: str) -> ColumnClause[Any]:
     from sqlalchemy.sql.elements import quoted_name
 
     return sa.column(quoted_name(name, True))
-
-
-def format_cell(value: object, *, is_bool: bool = False) -> str:
-    """One cell as the text both channels show: ``null``, ``true``/``false``, whitespace
-    collapsed, at most :data:`MAX_CELL_CHARS` characters plus ``…``."""
-    if value is None:
-        text = "null"
-    elif isinstance(value, bool) or (is_bool and type(value) is int and value in (0, 1)):
-        text = "true" if value else "false"
-    elif isinstance(value, bytes | bytearray | memoryview):
-        text = f"<binary, {len(bytes(value))} bytes>"
-    elif isinstance(value, dt.datetime | dt.date | dt.time):
-        text = value.isoformat()
-    elif isinstance(value, int | float | decimal.Decimal | str | uuid.UUID | dt.timedelta):
-        text = str(value)
-    else:
-        text = f"<{type(value).__name__}>"
-    text = " ".join(text.split())
-    if len(text) > MAX_CELL_CHARS:
-        text = text[:MAX_CELL_CHARS] + "…"
-    return text
-
-
-def refusal_name(name: object, limit: int = 64) -> str:
-    """A model-given name, made short and single-line, to echo in a refusal."""
-    text = name if isinstance(name, str) else repr(name)
-    text = " ".join(text.split()) or "?"
-    return text if len(text) <= limit else text[:limit] + "…"

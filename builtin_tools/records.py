@@ -8,7 +8,6 @@ default) and sensitive tables are dropped when the schema is read, before any qu
 
 from __future__ import annotations
 
-import math
 from typing import Any, Final, final
 
 from builtin_tools._records_db import (
@@ -17,13 +16,19 @@ from builtin_tools._records_db import (
     DatabaseUnavailable,
     TableSchema,
     connect,
-    format_cell,
     permitted_tables,
     quoted_table,
-    refusal_name,
     table_schema,
 )
-from nr_llm_core.encoding import encode_json
+from builtin_tools._records_format import (
+    SEP,
+    excerpt,
+    format_cell,
+    hidden_note,
+    refusal_name,
+    render_records,
+    scalar_problem,
+)
 from nr_llm_core.hooks import hookimpl
 from nr_llm_core.results import Artifact, DataClass, ToolResult, ToolSpec
 
@@ -34,25 +39,9 @@ DEFAULT_LIMIT: Final = 20
 MAX_LIMIT: Final = 50
 MAX_OFFSET: Final = 10_000
 MAX_FILTERS: Final = 5
-# Both channels stay under the host's 50,000-byte caps on their own, so the host never has to
-# cut the text (which would break "every artifact cell is in the text") or drop the artifact.
-_TEXT_BUDGET: Final = 40_000
-_ARTIFACT_BUDGET: Final = 40_000
-_INT_MIN: Final = -(2**63)
-_INT_MAX: Final = 2**63 - 1
-_SEP: Final = " | "
-
+_MAX_EXCERPTS_PER_RECORD: Final = 3
 _NAME: Final = {"type": "string", "minLength": 1, "maxLength": 128}
 _SCALAR: Final = {"type": ["string", "number", "boolean", "null"], "maxLength": 1000}
-
-
-def _scalar_problem(value: object) -> str | None:
-    """Why a JSON scalar cannot be bound as a filter or update value (``None``: it can)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "value is not a finite number"
-    if type(value) is int and not _INT_MIN <= value <= _INT_MAX:
-        return "value is out of range"
-    return None
 
 
 def _int(arguments: dict[str, Any], key: str, default: int) -> int:
@@ -125,9 +114,9 @@ class DescribeTable:
             [c.name, c.type, "yes" if c.nullable else "no", "primary" if c.primary_key else "-"]
             for c in schema.columns
         ]
-        lines = [f"Table {schema.name}" + _key_note(schema) + _hidden_note(schema.hidden_count)]
-        lines.append(_SEP.join(header))
-        lines.extend(_SEP.join(row) for row in rows)
+        lines = [f"Table {schema.name}" + _key_note(schema) + hidden_note(schema.hidden_count)]
+        lines.append(SEP.join(header))
+        lines.extend(SEP.join(row) for row in rows)
         if schema.foreign_keys:
             lines.append("References:")
             lines.extend(
@@ -146,10 +135,6 @@ def _key_note(schema: TableSchema) -> str:
     if schema.primary_key and all(k in visible for k in schema.primary_key):
         return f" (primary key: {', '.join(schema.primary_key)})"
     return ""
-
-
-def _hidden_note(count: int) -> str:
-    return f"; {count} column(s) hidden" if count else ""
 
 
 _MAX_RELATION_SCAN: Final = 100
@@ -233,7 +218,7 @@ class ReadRecords:
                         return ToolResult.error(
                             f"Invalid filter: {refusal_name(key)} is not a permitted column."
                         )
-                    problem = _scalar_problem(value)
+                    problem = scalar_problem(value)
                     if problem is not None:
                         return ToolResult.error(f"Invalid filter: {problem}.")
                     col = tbl.c[key]
@@ -248,7 +233,7 @@ class ReadRecords:
                 raw_rows = [tuple(r) for r in conn.execute(stmt)]
         except DatabaseUnavailable:
             return _unavailable()
-        return _render_records(schema, selected, raw_rows, limit, offset)
+        return render_records(schema, selected, raw_rows, limit, offset)
 
 
 def _selected_columns(schema: TableSchema, fields: list[Any] | None) -> list[str] | ToolResult:
@@ -262,54 +247,6 @@ def _selected_columns(schema: TableSchema, fields: list[Any] | None) -> list[str
         wanted = [str(f) for f in fields]
     keys = [k for k in schema.primary_key if schema.column(k) is not None]
     return list(dict.fromkeys([*keys, *wanted]))
-
-
-def _render_records(
-    schema: TableSchema,
-    columns: list[str],
-    raw_rows: list[tuple[Any, ...]],
-    limit: int,
-    offset: int,
-) -> ToolResult:
-    """Format every cell once; from those cells, in one pass, the text lines and the rows."""
-    is_bool = [bool((c := schema.column(n)) and c.is_bool) for n in columns]
-    header = _SEP.join(columns)
-    lines: list[str] = []
-    rows: list[list[str]] = []
-    text_size = len(header.encode()) + 200
-    artifact_size = len(encode_json(columns)) + len(schema.name) + 100
-    cut = False
-    for raw in raw_rows[:limit]:
-        cells = [format_cell(v, is_bool=b) for v, b in zip(raw, is_bool, strict=True)]
-        line = _SEP.join(cells)
-        line_size = len(line.encode()) + 1
-        row_size = len(encode_json(cells)) + 1
-        if text_size + line_size > _TEXT_BUDGET or artifact_size + row_size > _ARTIFACT_BUDGET:
-            cut = True
-            break
-        text_size += line_size
-        artifact_size += row_size
-        lines.append(line)
-        rows.append(cells)
-    more = cut or len(raw_rows) > limit
-    if rows:
-        head = f"{schema.name}: records {offset + 1}-{offset + len(rows)}"
-    else:
-        head = f"{schema.name}: no records" + (f" at offset {offset}" if offset else "")
-    order = ", ".join(schema.order_by)
-    head += (f", ordered by {order}" if order else "") + _hidden_note(schema.hidden_count) + "."
-    parts = [head, header, *lines]
-    if cut and not rows:
-        parts.append("One record is too large to show: ask for fewer fields.")
-    elif more:
-        parts.append(f"More records follow: call again with offset={offset + len(rows)}.")
-    return ToolResult.text(
-        "\n".join(parts), Artifact.table(f"{schema.name} records", columns, rows)
-    )
-
-
-_EXCERPT_CONTEXT: Final = 40
-_MAX_EXCERPTS_PER_RECORD: Final = 3
 
 
 @final
@@ -395,7 +332,7 @@ class SearchRecords:
                 f"{k}={format_cell(v)}" for k, v in zip(keys, raw[: len(keys)], strict=True)
             )
             excerpts = [
-                f"{name}: {_excerpt(value, needle)}"
+                f"{name}: {excerpt(value, needle)}"
                 for name, value in zip(searched, raw[len(keys) :], strict=True)
                 if isinstance(value, str) and needle in value.lower()
             ][:_MAX_EXCERPTS_PER_RECORD]
@@ -403,16 +340,6 @@ class SearchRecords:
         if len(found) > limit:
             lines.append(f"More records match; at most {limit} are shown.")
         return ToolResult.text("\n".join(lines))
-
-
-def _excerpt(value: str, needle: str) -> str:
-    text = " ".join(value.split())
-    at = text.lower().find(needle)
-    if at < 0:
-        return format_cell(text)
-    start = max(0, at - _EXCERPT_CONTEXT)
-    end = min(len(text), at + len(needle) + _EXCERPT_CONTEXT)
-    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
 @final
@@ -476,7 +403,7 @@ class UpdateRecord:
                         return ToolResult.error(
                             f"Invalid column: {refusal_name(name)} cannot be updated."
                         )
-                    problem = _scalar_problem(value)
+                    problem = scalar_problem(value)
                     if problem is not None:
                         return ToolResult.error(f"Invalid value: {problem}.")
                 tbl = quoted_table(schema)

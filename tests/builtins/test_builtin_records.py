@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from builtin_tools._config import matches_any
-from builtin_tools._records_db import format_cell
+from builtin_tools._records_format import format_cell
 from builtin_tools.demo_db import build_demo_db
 from nr_llm_core import ArtifactType, ToolResult
 from nr_llm_core.encoding import encode_json
@@ -441,3 +443,51 @@ def test_quoted_identifiers_with_odd_names(
     assert result.artifacts[0].data == {"columns": ["select", "a b"], "rows": [["2", "y"]]}
     search = invoke("search_records", {"table": 'we"ird table', "query": "x"})
     assert "select=1" in search.content
+
+
+_cell_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=400),
+    st.binary(max_size=20),
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(rows=st.lists(st.tuples(_cell_values, _cell_values, st.booleans()), max_size=25))
+def test_property_every_artifact_cell_is_in_the_text(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch, rows: list[tuple[Any, Any, bool]]
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "prop.db"
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, a, b TEXT, flag BOOLEAN, secret TEXT)"
+            )
+            conn.executemany(
+                "INSERT INTO t VALUES (?, ?, ?, ?, 'CANARY-SECRET')",
+                [(i, a, b, f) for i, (a, b, f) in enumerate(rows)],
+            )
+        conn.close()
+        monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+        result = invoke("read_records", {"table": "t", "limit": 50})
+    assert not result.is_error
+    (artifact,) = result.artifacts
+    assert artifact.data["columns"] == ["id", "a", "b", "flag"]
+    lines = result.content.splitlines()
+    assert len(artifact.data["rows"]) == len(rows)
+    for row in artifact.data["rows"]:
+        assert " | ".join(row) in lines
+        for cell in row:
+            assert cell in result.content
+            assert len(cell) <= 301
+            assert "\n" not in cell
+    assert "CANARY-SECRET" not in _everything(result)

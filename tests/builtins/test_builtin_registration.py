@@ -104,6 +104,7 @@ def test_importing_the_builtins_does_not_import_sqlalchemy() -> None:
         "builtin_tools",
         "builtin_tools._config",
         "builtin_tools._records_db",
+        "builtin_tools._records_format",
         "builtin_tools._regex_worker",
         "builtin_tools.demo_db",
         "builtin_tools.files",
