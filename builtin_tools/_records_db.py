@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.expression import ColumnClause, TableClause
 
 __all__ = [
-    "NOT_AVAILABLE",
     "TABLE_REFUSED",
     "Column",
     "DatabaseUnavailable",
+    "QueryFailed",
     "TableSchema",
     "connect",
     "permitted_tables",
@@ -40,12 +40,20 @@ __all__ = [
 logger = logging.getLogger("nr_llm.builtin_tools.records")
 
 TABLE_REFUSED: Final = "Table not found or not permitted."
-NOT_AVAILABLE: Final = "Error: the records database is not available."
 _MAX_TABLES: Final = 500
 
 
 class DatabaseUnavailable(Exception):
-    """The configured database cannot be opened or read (the model sees :data:`NOT_AVAILABLE`)."""
+    """The configured database cannot be opened; :attr:`message` is what the model is told."""
+
+    message: str = "Records database not available."
+
+
+class QueryFailed(DatabaseUnavailable):
+    """The database was opened but refused a statement (a type mismatch on a server database,
+    a lock, a corrupt page)."""
+
+    message = "The records database could not run this query."
 
 
 @final
@@ -121,22 +129,32 @@ def _engine(config: RecordsConfig, writable: bool) -> Engine:
 def connect(*, writable: bool = False) -> Iterator[tuple[Connection, RecordsConfig]]:
     """A connection to the configured database and the configuration it was opened with.
 
-    Any database error inside becomes :class:`DatabaseUnavailable`; its message (which can
-    hold a URL with a password, or data) is never passed on, only its type is logged.
+    A failure to open becomes :class:`DatabaseUnavailable`, a database error in the body
+    :class:`QueryFailed`. The driver's message (which can hold a URL with a password, or data)
+    is never passed on; only its type is logged.
     """
     from sqlalchemy.exc import SQLAlchemyError
 
     config = records_config()
     try:
+        # ImportError: a URL naming a driver that is not installed.
         engine = _engine(config, writable)
-    except (SQLAlchemyError, OSError, sqlite3.Error, ValueError) as exc:
+    except (SQLAlchemyError, OSError, sqlite3.Error, ValueError, ImportError) as exc:
         logger.warning("records database could not be opened: %s", type(exc).__name__)
         raise DatabaseUnavailable from None
     try:
         with engine.connect() as conn:
-            yield conn, config
+            if conn.dialect.name == "sqlite":
+                # SQLite opens any file lazily: read the header now, so that a file that is
+                # not a database counts as "not available", not as a failed query.
+                conn.exec_driver_sql("PRAGMA schema_version")
+            try:
+                yield conn, config
+            except (SQLAlchemyError, sqlite3.Error) as exc:
+                logger.warning("records query failed: %s", type(exc).__name__)
+                raise QueryFailed from None
     except (SQLAlchemyError, sqlite3.Error) as exc:
-        logger.warning("records database error: %s", type(exc).__name__)
+        logger.warning("records database could not be opened: %s", type(exc).__name__)
         raise DatabaseUnavailable from None
     finally:
         engine.dispose()

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Final, final
 
 from builtin_tools._records_db import (
-    NOT_AVAILABLE,
     TABLE_REFUSED,
     DatabaseUnavailable,
     TableSchema,
@@ -50,10 +49,6 @@ def _int(arguments: dict[str, Any], key: str, default: int) -> int:
     return int(value)
 
 
-def _unavailable() -> ToolResult:
-    return ToolResult.error(NOT_AVAILABLE)
-
-
 @final
 class ListTables:
     """``list_tables``: the names of the permitted tables."""
@@ -73,8 +68,8 @@ class ListTables:
         try:
             with connect() as (conn, config):
                 names = permitted_tables(conn, config)
-        except DatabaseUnavailable:
-            return _unavailable()
+        except DatabaseUnavailable as exc:
+            return ToolResult.error(exc.message)
         if not names:
             return ToolResult.text("No tables are available.")
         return ToolResult.text(f"Tables ({len(names)}): " + ", ".join(names))
@@ -107,8 +102,8 @@ class DescribeTable:
                 if schema is None:
                     return ToolResult.error(TABLE_REFUSED)
                 incoming = _referenced_by(conn, config, schema.name)
-        except DatabaseUnavailable:
-            return _unavailable()
+        except DatabaseUnavailable as exc:
+            return ToolResult.error(exc.message)
         header = ["column", "type", "nullable", "key"]
         rows = [
             [c.name, c.type, "yes" if c.nullable else "no", "primary" if c.primary_key else "-"]
@@ -231,8 +226,8 @@ class ReadRecords:
                     .offset(offset)
                 )
                 raw_rows = [tuple(r) for r in conn.execute(stmt)]
-        except DatabaseUnavailable:
-            return _unavailable()
+        except DatabaseUnavailable as exc:
+            return ToolResult.error(exc.message)
         return render_records(schema, selected, raw_rows, limit, offset)
 
 
@@ -322,8 +317,8 @@ class SearchRecords:
                     .limit(limit + 1)
                 )
                 found = [tuple(r) for r in conn.execute(stmt)]
-        except DatabaseUnavailable:
-            return _unavailable()
+        except DatabaseUnavailable as exc:
+            return ToolResult.error(exc.message)
         if not found:
             return ToolResult.text(f"No records in {schema.name} contain {query!r}.")
         lines = [f"Records in {schema.name} containing {query!r}:"]
@@ -421,7 +416,7 @@ class UpdateRecord:
                     conn.rollback()
                     return ToolResult.error("Record not found.")
                 conn.commit()
-        except DatabaseUnavailable:
-            return _unavailable()
+        except DatabaseUnavailable as exc:
+            return ToolResult.error(exc.message)
         where = ", ".join(f"{k}={format_cell(v)}" for k, v in key.items())
         return ToolResult.text(f"Updated 1 record in {schema.name} ({where}): {', '.join(values)}.")

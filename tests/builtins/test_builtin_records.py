@@ -350,9 +350,9 @@ def test_update_record_is_off_by_default_and_needs_approval() -> None:
 def test_reading_connection_is_read_only(shop_db: Path) -> None:
     import sqlalchemy as sa
 
-    from builtin_tools._records_db import DatabaseUnavailable, connect
+    from builtin_tools._records_db import QueryFailed, connect
 
-    with pytest.raises(DatabaseUnavailable), connect() as (conn, _):
+    with pytest.raises(QueryFailed), connect() as (conn, _):
         conn.execute(sa.text("DELETE FROM customers"))
     with sqlite3.connect(shop_db) as conn:
         assert conn.execute("SELECT count(*) FROM customers").fetchone() == (8,)
@@ -386,7 +386,7 @@ def test_unusable_database_is_a_short_error(
         ("describe_table", {"table": "customers"}),
         ("search_records", {"table": "customers", "query": "x"}),
     ]:
-        assert invoke(tool, args).content == "Error: the records database is not available."
+        assert invoke(tool, args).content == "Records database not available."
     assert not (tmp_path / "missing.db").exists()
 
 
@@ -491,3 +491,28 @@ def test_property_every_artifact_cell_is_in_the_text(
             assert len(cell) <= 301
             assert "\n" not in cell
     assert "CANARY-SECRET" not in _everything(result)
+
+
+def test_missing_driver_is_a_short_error(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", "postgresql+nosuchdriver://u:pw@localhost/db")
+    result = invoke("list_tables", {})
+    assert result.content == "Records database not available."
+
+
+def test_locked_database_is_a_short_error(
+    invoke: Invoke, shop_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locker = sqlite3.connect(shop_db, timeout=0)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        result = invoke(
+            "update_record", {"table": "products", "key": {"id": 1}, "values": {"name": "x"}}
+        )
+    finally:
+        locker.rollback()
+        locker.close()
+    assert result.is_error
+    assert result.content in (
+        "Records database not available.",
+        "The records database could not run this query.",
+    )
