@@ -24,6 +24,9 @@ GROUP: Final = "system"
 MASK: Final = "****"
 MAX_VARIABLES: Final = 300
 MAX_VALUE_CHARS: Final = 500
+#: Longer values are not shown at all: masking must see a whole value before it is cut (half a
+#: PEM key would match no shape), and a bound on its input bounds its time.
+MAX_MASKED_CHARS: Final = 20_000
 _ENV_NAME: Final = {"type": "string", "minLength": 1, "maxLength": 256}
 
 #: Variable names whose whole value is masked: the credential patterns, plus words that only
@@ -38,8 +41,9 @@ _SECRET_SHAPES: Final = (
         r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,20000}?"
         r"-----END [A-Z ]{0,40}PRIVATE KEY-----"
     ),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+    re.compile(r"(?i)\bbearer\s{1,10}[A-Za-z0-9._~+/=-]{8,}"),
+    # Bounded runs: a value made of many "eyJ" starts costs O(n * 4096), not O(n**2).
+    re.compile(r"\beyJ[A-Za-z0-9_-]{5,4096}\.[A-Za-z0-9_-]{5,4096}\.[A-Za-z0-9_-]{5,}"),
     re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
     re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
@@ -62,6 +66,8 @@ def masked_value(name: str, value: str) -> str:
     """The value ``get_env`` shows for one variable."""
     if matches_any(name, _SECRET_NAME_PATTERNS):
         return MASK
+    if len(value) > MAX_MASKED_CHARS:
+        return f"<{len(value)} characters, not shown>"
     value = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)
     return _mask_secrets(value)
 

@@ -90,10 +90,28 @@ def test_get_env_raw_is_unmasked_secret_adjacent_and_off_by_default(
     assert refused.content == 'Error: tool "get_env_raw" not permitted'
 
 
-def test_mask_secrets_is_linear_on_pathological_input() -> None:
+@pytest.mark.parametrize(
+    "value",
+    [
+        "eyJ" + "a" * 200_000 + "." * 5000 + "Bearer " * 5000 + "-----BEGIN " * 2000,
+        "eyJ" * 6600,
+        "eyJaaaaa." * 2200,
+        "-----BEGIN RSA PRIVATE KEY-----" * 600,
+        "a://b:" * 3000,
+    ],
+)
+def test_masking_is_fast_on_pathological_input(value: str) -> None:
     started = time.monotonic()
-    _mask_secrets("eyJ" + "a" * 200_000 + "." * 5000 + "Bearer " * 5000 + "-----BEGIN " * 2000)
+    _mask_secrets(value)
+    masked_value("NRT_X", value)
     assert time.monotonic() - started < 2
+
+
+def test_very_long_values_are_not_shown(monkeypatch: pytest.MonkeyPatch, invoke: Invoke) -> None:
+    monkeypatch.setenv("NRT_BLOB", "x" * 30_000)
+    assert (
+        invoke("get_env", {"name": "NRT_BLOB"}).content == "NRT_BLOB=<30000 characters, not shown>"
+    )
 
 
 @pytest.mark.parametrize(
