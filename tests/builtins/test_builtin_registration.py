@@ -48,8 +48,10 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def test_discovery_finds_every_builtin_with_its_metadata() -> None:
-    host = ToolHost.discover(strict=True)
+    # Not strict: another installed distribution's broken tool must not fail this test.
+    host = ToolHost.discover()
     assert set(TOOL_NAMES) <= set(host.names())
+    assert not [e for e in host.load_errors if e.distribution == "nr-llm"]
     for name, (group, data_class, enabled, approval) in EXPECTED.items():
         spec = host.spec(name)
         assert host.distribution(name) == "nr-llm"
@@ -92,7 +94,7 @@ def test_importing_the_builtins_does_not_import_sqlalchemy() -> None:
         "import sys, builtin_tools, builtin_tools.records, builtin_tools.files, "
         "builtin_tools.system, builtin_tools.utility\n"
         "from nr_llm_core import ToolHost\n"
-        "ToolHost.discover(strict=True)\n"
+        "ToolHost.discover()\n"
         "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=_clean_env())
@@ -189,7 +191,7 @@ def _bad_values(schema: dict[str, Any]) -> Iterator[Any]:
 
 
 def _bad_calls() -> Iterator[tuple[str, Any]]:
-    host = ToolHost.discover(strict=True)
+    host = ToolHost.discover()
     for name in TOOL_NAMES:
         params = host.spec(name).parameters
         required = params.get("required", [])
