@@ -516,3 +516,11 @@ def test_locked_database_is_a_short_error(
         "Records database not available.",
         "The records database could not run this query.",
     )
+
+
+def test_views_are_not_readable(invoke: Invoke, shop_db: Path) -> None:
+    with sqlite3.connect(shop_db) as conn:
+        conn.execute("CREATE VIEW logins AS SELECT id, password_hash AS harmless FROM customers")
+    assert "logins" not in invoke("list_tables", {}).content
+    result = invoke("read_records", {"table": "logins"})
+    assert result.content == "Table not found or not permitted."
