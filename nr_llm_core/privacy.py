@@ -1,0 +1,334 @@
+"""Privacy levels and the filter every persisted step goes through.
+
+:class:`RunStepPrivacyFilter` turns a step dict (:meth:`RunStep.to_dict`) into the record the
+audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
+
+``FULL``
+    verbatim.
+``REDACTED``
+    same shape; every string, dict keys included, through
+    :func:`~nr_llm_core.redaction.redact_value`. If the redactor fails, the step's METADATA
+    record is stored (with ``redaction_failed: true``), never the FULL one.
+``METADATA`` (the default)
+    host vocabulary and numbers only. The content keys (:data:`~nr_llm_core.trace.CONTENT_KEYS`)
+    are removed, ``content_redacted: true`` is set, and the summaries are computed from the
+    original: ``messages_sent_count``, ``content_length``, ``thinking_length``,
+    ``tool_result_length`` (characters), ``tool_artifacts_count``, ``tool_artifact_types``
+    (only values that are :class:`~nr_llm_core.results.ArtifactType` values) and
+    ``requested_tool_names``.
+``NONE``
+    ``kind``, ``round`` and ``duration_ms``, taken from the METADATA record, so it can never
+    hold more than METADATA does.
+
+Decisions for the keys that are not content keys but can still carry model or provider bytes
+(each pinned by a canary test in ``tests/test_privacy_canaries.py``):
+
+- ``tool_name`` and ``requested_tool_names``: the model chooses these. A name is kept only if
+  it matches ``[A-Za-z0-9_-]{1,64}`` (the shape every registered tool name has), else it becomes
+  :data:`INVALID_TOOL_NAME`. A tool step whose result is the seam's ``Error: unknown tool``
+  text records :data:`UNKNOWN_TOOL_NAME`: a hallucinated name is not a tool. Pass
+  ``known_tools`` to keep only registered names everywhere. A model *can* still spell up to 64
+  name-shaped characters into a requested tool name; that is the one bounded channel left, and
+  ``known_tools`` closes it.
+- ``tool_call_id``, and the call-id keys of ``approvals``: provider or model bytes. Each is
+  replaced by a stable reference ``sha256:<16 hex>`` of the id, so an approval can still be
+  matched with its tool step. The unkeyed hash hides the id's bytes, not its identity: a
+  guessable id can be confirmed by hashing a guess. ``approvals`` also gets
+  ``approved_count``/``denied_count``.
+- ``reason`` of an error step is meant to be host vocabulary; it is kept only if it is a
+  snake_case code (``[a-z][a-z0-9_]{0,63}``, e.g. ``provider_error``), else it becomes
+  :data:`UNRECOGNISED_REASON`. Free text cannot be told apart from an exception message.
+- ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
+- ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
+- any other top-level key is kept only if its name is snake_case and its value is a number or
+  a bool; anything else is dropped. New keys that hold text need a rule here first.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import math
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Final, final
+
+from nr_llm_core.redaction import redact_value
+from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
+from nr_llm_core.trace import CONTENT_KEYS, StepKind
+
+__all__ = [
+    "INVALID_TOOL_NAME",
+    "PRIVACY_ENV_VAR",
+    "UNKNOWN_TOOL_NAME",
+    "UNRECOGNISED_REASON",
+    "USAGE_KEYS",
+    "PrivacyLevel",
+    "RunStepPrivacyFilter",
+    "call_reference",
+    "resolve_privacy_level",
+]
+
+logger = logging.getLogger("nr_llm.privacy")
+
+#: The environment variable that sets the default level.
+PRIVACY_ENV_VAR: Final = "NR_LLM_PRIVACY_LEVEL"
+#: Stands for a tool name that is not name-shaped (or not in ``known_tools``).
+INVALID_TOOL_NAME: Final = "[invalid-tool-name]"
+#: Stands for the name of a tool the seam reported as unknown.
+UNKNOWN_TOOL_NAME: Final = "[unknown-tool]"
+#: Stands for an error reason that is not a snake_case code.
+UNRECOGNISED_REASON: Final = "[unrecognised-reason]"
+#: Token counters kept from ``usage`` at METADATA.
+USAGE_KEYS: Final = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    }
+)
+
+
+def _canonical(vocabulary: Collection[str]) -> dict[str, str]:
+    # Stored strings are always these constants, never the input object (which could be a str
+    # subclass whose __eq__ claims to be a vocabulary word).
+    return {word: word for word in vocabulary}
+
+
+_REASON_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
+_SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_STEP_KINDS: Final = _canonical([k.value for k in StepKind])
+_ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
+_USAGE_KEYS: Final = _canonical(USAGE_KEYS)
+_UNKNOWN_TOOL_PREFIX: Final = 'Error: unknown tool "'
+# Keys with their own METADATA rule; everything else goes through the numbers-only rule.
+_RULED_KEYS: Final = frozenset(
+    {
+        *CONTENT_KEYS,
+        "kind",
+        "round",
+        "duration_ms",
+        "tool_name",
+        "tool_call_id",
+        "tool_is_error",
+        "approvals",
+        "approval_digest",
+        "reason",
+        "usage",
+        "content_redacted",
+    }
+)
+
+
+class PrivacyLevel(enum.StrEnum):
+    """How much of a step the audit store keeps, from nothing to everything."""
+
+    NONE = "none"
+    METADATA = "metadata"
+    REDACTED = "redacted"
+    FULL = "full"
+
+
+def resolve_privacy_level(value: PrivacyLevel | str | None = None) -> PrivacyLevel:
+    """The level for ``value``, or from ``NR_LLM_PRIVACY_LEVEL`` when ``value`` is ``None``.
+
+    Unset means METADATA. An invalid value (any case and surrounding spaces are accepted) is
+    logged as a warning and also means METADATA: a typo must never widen what is stored.
+    """
+    if isinstance(value, PrivacyLevel):
+        return value
+    source = "argument"
+    if value is None:
+        value = os.environ.get(PRIVACY_ENV_VAR)
+        source = PRIVACY_ENV_VAR
+        if value is None or not value.strip():
+            return PrivacyLevel.METADATA
+    if isinstance(value, str):
+        try:
+            return PrivacyLevel(value.strip().lower())
+        except ValueError:
+            pass
+    logger.warning(
+        "invalid privacy level from %s (expected one of %s); using metadata",
+        source,
+        ", ".join(level.value for level in PrivacyLevel),
+    )
+    return PrivacyLevel.METADATA
+
+
+def call_reference(call_id: str) -> str:
+    """The stable reference stored for a tool call id at METADATA: ``sha256:<16 hex>``."""
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sha256:{digest[:16]}"
+
+
+def _is_number(value: object) -> bool:
+    if type(value) is float:
+        return math.isfinite(value)
+    return type(value) is int or type(value) is bool
+
+
+@final
+class RunStepPrivacyFilter:
+    """Turns a step dict into the record the audit store keeps at ``level``.
+
+    ``filter`` never returns the input object itself and never raises for a dict input: a
+    redactor failure at REDACTED falls back to the METADATA record. ``known_tools``, when
+    given, limits the tool names kept at METADATA to those names.
+    """
+
+    __slots__ = ("_filter", "known_tools", "level")
+
+    def __init__(
+        self,
+        level: PrivacyLevel | str | None = None,
+        *,
+        known_tools: Collection[str] | None = None,
+    ) -> None:
+        self.level = resolve_privacy_level(level)
+        self.known_tools = None if known_tools is None else frozenset(known_tools)
+        filters: dict[PrivacyLevel, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+            PrivacyLevel.FULL: dict,
+            PrivacyLevel.REDACTED: self._redacted,
+            PrivacyLevel.METADATA: self._metadata,
+            PrivacyLevel.NONE: self._none,
+        }
+        self._filter = filters[self.level]
+
+    def __repr__(self) -> str:
+        return f"RunStepPrivacyFilter({self.level.value!r})"
+
+    def filter(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        """The record to persist for ``step`` (a :meth:`RunStep.to_dict` value)."""
+        return self._filter(step)
+
+    # -- levels ----------------------------------------------------------------------------------
+
+    def _none(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        record = self._metadata(step)
+        return {k: record[k] for k in ("kind", "round", "duration_ms") if k in record}
+
+    def _redacted(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            redacted = redact_value(dict(step))
+        except Exception as exc:  # any failure: less is stored, never more
+            logger.warning("redaction failed (%s); storing the metadata record", type(exc).__name__)
+            return {**self._metadata(step), "redaction_failed": True}
+        if not isinstance(redacted, dict):  # pragma: no cover - redact_value keeps dicts dicts
+            return self._metadata(step)
+        return redacted
+
+    def _metadata(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        kind = step.get("kind")
+        record: dict[str, Any] = {
+            "kind": _STEP_KINDS.get(kind, "other") if type(kind) is str else "other"
+        }
+        round_ = step.get("round")
+        if type(round_) is int:
+            record["round"] = round_
+        duration = step.get("duration_ms")
+        if _is_number(duration) and type(duration) is not bool:
+            record["duration_ms"] = duration
+        record["content_redacted"] = True
+        self._summaries(step, record)
+        self._host_keys(step, record)
+        for key, value in step.items():
+            # Numbers under snake_case keys are host metadata (counters, flags, timings).
+            if (
+                key not in _RULED_KEYS
+                and type(key) is str
+                and _SNAKE_KEY_RE.fullmatch(key)
+                and _is_number(value)
+            ):
+                record[key] = value
+        return record
+
+    def _summaries(self, step: Mapping[str, Any], record: dict[str, Any]) -> None:
+        messages = step.get("messages_sent")
+        if type(messages) is list or type(messages) is tuple:
+            record["messages_sent_count"] = len(messages)
+        for key, summary in (
+            ("content", "content_length"),
+            ("thinking", "thinking_length"),
+            ("tool_result", "tool_result_length"),
+        ):
+            value = step.get(key)
+            if type(value) is str:
+                record[summary] = len(value)
+        artifacts = step.get("tool_artifacts")
+        if type(artifacts) is list or type(artifacts) is tuple:
+            record["tool_artifacts_count"] = len(artifacts)
+            types = (a.get("type") for a in artifacts if type(a) is dict)
+            record["tool_artifact_types"] = [
+                _ARTIFACT_TYPES[t] for t in types if type(t) is str and t in _ARTIFACT_TYPES
+            ]
+        calls = step.get("requested_tool_calls")
+        if type(calls) is list or type(calls) is tuple:
+            record["requested_tool_names"] = [self._tool_name(_call_name(c)) for c in calls]
+
+    def _host_keys(self, step: Mapping[str, Any], record: dict[str, Any]) -> None:
+        if "tool_name" in step:
+            result = step.get("tool_result")
+            unknown = (
+                step.get("tool_is_error") is True
+                and type(result) is str
+                and result.startswith(_UNKNOWN_TOOL_PREFIX)
+            )
+            record["tool_name"] = (
+                UNKNOWN_TOOL_NAME if unknown else self._tool_name(step.get("tool_name"))
+            )
+        call_id = step.get("tool_call_id")
+        if type(call_id) is str:
+            record["tool_call_id"] = call_reference(call_id)
+        if type(step.get("tool_is_error")) is bool:
+            record["tool_is_error"] = step["tool_is_error"]
+        approvals = step.get("approvals")
+        if type(approvals) is dict:
+            decisions = {
+                call_reference(k): v
+                for k, v in approvals.items()
+                if type(k) is str and type(v) is bool
+            }
+            record["approvals"] = decisions
+            record["approved_count"] = sum(decisions.values())
+            record["denied_count"] = len(decisions) - record["approved_count"]
+        digest = step.get("approval_digest")
+        if type(digest) is str and _DIGEST_RE.fullmatch(digest):
+            record["approval_digest"] = digest
+        if "reason" in step:
+            reason = step["reason"]
+            ok = type(reason) is str and _REASON_RE.fullmatch(reason)
+            record["reason"] = reason if ok else UNRECOGNISED_REASON
+        usage = step.get("usage")
+        if type(usage) is dict:
+            record["usage"] = {
+                _USAGE_KEYS[k]: v
+                for k, v in usage.items()
+                if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
+            }
+
+    def _tool_name(self, name: object) -> str:
+        if type(name) is not str or TOOL_NAME_RE.fullmatch(name) is None:
+            return INVALID_TOOL_NAME
+        if self.known_tools is not None and name not in self.known_tools:
+            return UNKNOWN_TOOL_NAME
+        return name
+
+
+def _call_name(call: object) -> object:
+    # Requested calls come as {"name": …} or in the OpenAI wire shape {"function": {"name": …}}.
+    if type(call) is not dict:
+        return None
+    name = call.get("name")
+    function = call.get("function")
+    if name is None and type(function) is dict:
+        name = function.get("name")
+    return name
