@@ -20,7 +20,8 @@ from nr_llm_core.host import LoadError, ToolHost
 from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, ToolSpec
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
-    pass
+    from nr_llm_core.audit import AgentRunPersister
+    from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter
 
 __version__ = "0.1.0"
 
@@ -28,12 +29,15 @@ __all__ = [
     "MAX_ARTIFACT_BYTES",
     "MAX_ARTIFACT_DEPTH",
     "MAX_CONTENT_BYTES",
+    "AgentRunPersister",
     "Artifact",
     "ArtifactType",
     "ConfigurationError",
     "DataClass",
     "LoadError",
     "NrLlmError",
+    "PrivacyLevel",
+    "RunStepPrivacyFilter",
     "ToolContext",
     "ToolHost",
     "ToolLoadError",
@@ -43,7 +47,11 @@ __all__ = [
 ]
 
 # name -> module, imported on first attribute access (PEP 562).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "AgentRunPersister": "nr_llm_core.audit",
+    "PrivacyLevel": "nr_llm_core.privacy",
+    "RunStepPrivacyFilter": "nr_llm_core.privacy",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -55,7 +55,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, final
 
-from nr_llm_core.redaction import redact_value
+from nr_llm_core.redaction import redact_text, redact_value
 from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
 from nr_llm_core.trace import CONTENT_KEYS, StepKind
 
@@ -209,6 +209,18 @@ class RunStepPrivacyFilter:
     def filter(self, step: Mapping[str, Any]) -> dict[str, Any]:
         """The record to persist for ``step`` (a :meth:`RunStep.to_dict` value)."""
         return self._filter(step)
+
+    def filter_reason(self, reason: str | None) -> str | None:
+        """A run's termination reason as stored at this level (same rule as ``reason``)."""
+        if reason is None or self.level is PrivacyLevel.FULL:
+            return reason
+        if self.level is PrivacyLevel.REDACTED and type(reason) is str:
+            try:
+                return redact_text(reason)
+            except Exception:
+                return UNRECOGNISED_REASON
+        ok = type(reason) is str and _REASON_RE.fullmatch(reason)
+        return reason if ok else UNRECOGNISED_REASON
 
     # -- levels ----------------------------------------------------------------------------------
 
