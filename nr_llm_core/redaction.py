@@ -49,6 +49,8 @@ TRUNCATION_MARK: Final = "… [truncated]"
 # A string that already ends with the mark is taken as cut when its body is at most this much
 # over the cap: re-masking the cut edge can lengthen it by one mask at most.
 _CUT_SLACK: Final = 64
+# Masking passes before the result is taken as settled (see _mask_secrets).
+_MAX_PASSES: Final = 8
 # Deeper values are refused (the privacy filter then falls back to the metadata record).
 _MAX_DEPTH: Final = 200
 
@@ -225,10 +227,23 @@ def _mask_pem(text: str) -> str:
     return "".join(out)
 
 
-def _mask_secrets(text: str) -> str:
+def _mask_once(text: str) -> str:
     text = _mask_pem(text)
     for pattern in SECRET_PATTERNS:
         text = pattern.sub(text)
+    return text
+
+
+def _mask_secrets(text: str) -> str:
+    # Repeat to a fixed point: a match can end inside a run of characters (two emails written
+    # together), and the lookbehinds that keep the patterns linear only let the rest of that
+    # run match on the next pass. Each pass that changes anything turns text into masks, so
+    # this settles in a pass or two; the bound is a backstop.
+    for _ in range(_MAX_PASSES):
+        masked = _mask_once(text)
+        if masked == text:
+            break
+        text = masked
     return text
 
 
