@@ -87,7 +87,8 @@ def test_each_secret_shape_is_masked(kind: str, secret: str) -> None:
     out = redact_text(f"value: {secret} (end)")
     assert secret not in out
     assert f"[REDACTED:{kind}]" in out
-    assert out.startswith("value: ") and out.endswith(" (end)")
+    assert out.startswith("value: ")
+    assert out.endswith(" (end)")
 
 
 @pytest.mark.parametrize(("text", "secret", "kept"), IN_CONTEXT)
@@ -166,7 +167,8 @@ def test_secret_shaped_keys_get_unique_placeholders() -> None:
     k2 = "jane@example.com"
     value = {k1: 1, k2: 2, "[REDACTED:key-1]": 3, "plain": 4}
     out = redact_value(value)
-    assert k1 not in out and k2 not in out
+    assert k1 not in out
+    assert k2 not in out
     assert len(out) == 4  # no key collapsed into another
     assert out["[REDACTED:key-1]"] == 3  # an existing key keeps its value
     assert out["plain"] == 4
