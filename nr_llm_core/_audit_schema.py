@@ -8,6 +8,7 @@ code is refused rather than written with assumptions that no longer hold.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -76,7 +77,10 @@ def connect(path: Path, *, busy_timeout_ms: int) -> sqlite3.Connection:
     if str(path) != ":memory:":
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Created owner-only before SQLite sees it; SQLite gives -wal/-shm the same mode.
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        # O_EXCL matters: opening and closing an existing database file would drop every
+        # POSIX lock this process holds on it (other connections' locks too) and corrupt it.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
     conn = sqlite3.connect(
         path,
         timeout=busy_timeout_ms / 1000,
