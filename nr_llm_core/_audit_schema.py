@@ -29,8 +29,9 @@ class SchemaVersionError(Exception):
 
 #: Each entry is a list of statements: migration ``i`` moves version ``i`` to ``i + 1``.
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    # 1: runs and their events. next_seq is allocated inside each step's write transaction, so
-    # concurrent writers (threads or processes) never share a number and never leave a gap.
+    # 1: runs and their events. A step's seq is allocated inside its own write transaction
+    # (MAX + 1 over the run's steps), so concurrent writers (threads or processes) never share
+    # a number and never leave a gap.
     (
         """CREATE TABLE runs (
             id TEXT PRIMARY KEY,
@@ -43,8 +44,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             tokens_in INTEGER NOT NULL DEFAULT 0,
             tokens_out INTEGER NOT NULL DEFAULT 0,
             privacy_level TEXT NOT NULL,
-            suspended_state TEXT,
-            next_seq INTEGER NOT NULL DEFAULT 1
+            suspended_state TEXT
         )""",
         """CREATE TABLE events (
             run_id TEXT NOT NULL REFERENCES runs (id),

@@ -22,7 +22,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -69,9 +71,31 @@ def default_db_path() -> Path:
     return Path(value) if value else _DEFAULT_DB
 
 
+_second: tuple[int, str] = (0, "")
+
+
 def _now() -> str:
-    # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings.
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings. The
+    # formatted second is cached: this runs once per recorded step.
+    global _second
+    now = time.time()
+    second = int(now)
+    if _second[0] != second:
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
+
+
+# The sequence number is allocated by the insert itself, from the run's own steps; the run
+# must exist and be open. ?1 is the run id.
+_INSERT_STEP: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?1), 0) + 1, "
+    "?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+_ADD_TOKENS: Final = (
+    "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
+)
 
 
 def _tokens(usage: object) -> tuple[int, int]:
@@ -143,13 +167,17 @@ class AgentRunPersister:
 
     # -- transactions --------------------------------------------------------------------------
 
+    def _connection(self) -> sqlite3.Connection:
+        # Call with the lock held. A SQLite connection must not be used across a fork.
+        if os.getpid() != self._pid:
+            self._conn = _audit_schema.connect(self.path, busy_timeout_ms=self._busy_timeout_ms)
+            self._pid = os.getpid()
+        return self._conn
+
     @contextmanager
     def _write(self) -> Iterator[Any]:
         with self._lock:
-            if os.getpid() != self._pid:  # forked: a SQLite connection must not cross a fork
-                self._conn = _audit_schema.connect(self.path, busy_timeout_ms=self._busy_timeout_ms)
-                self._pid = os.getpid()
-            conn = self._conn
+            conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -219,30 +247,34 @@ class AgentRunPersister:
             tokens_in, tokens_out = (
                 _tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
             )
-            with self._write() as conn:
-                row = conn.execute(
-                    "UPDATE runs SET next_seq = next_seq + 1, tokens_in = tokens_in + ?, "
-                    "tokens_out = tokens_out + ? WHERE id = ? AND status IN (?, ?) "
-                    "RETURNING next_seq - 1",
-                    (tokens_in, tokens_out, run_id, RunStatus.RUNNING, RunStatus.SUSPENDED),
-                ).fetchone()
-                if row is None:
-                    logger.warning("audit: run %r is settled; step not recorded", run_id)
-                    return False
-                conn.execute(
-                    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, "
-                    "payload) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        row[0],
-                        record.get("kind", "other"),
-                        record.get("round"),
-                        record.get("duration_ms"),
-                        _now(),
-                        payload,
-                    ),
-                )
-            return True
+            params = (
+                run_id,
+                record.get("kind", "other"),
+                record.get("round"),
+                record.get("duration_ms"),
+                _now(),
+                payload,
+            )
+            with self._lock:
+                conn = self._connection()
+                if tokens_in or tokens_out:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        stored = conn.execute(_INSERT_STEP, params).rowcount == 1
+                        if stored:
+                            conn.execute(_ADD_TOKENS, (tokens_in, tokens_out, run_id))
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                else:
+                    # One statement is one transaction: its write lock is taken before it
+                    # reads MAX(seq), so no other writer can take the same number.
+                    stored = conn.execute(_INSERT_STEP, params).rowcount == 1
+            if not stored:
+                logger.warning("audit: run %r is settled; step not recorded", run_id)
+            return stored
         except Exception as exc:
             logger.warning(
                 "audit: could not record a step for run %r (%s)", run_id, type(exc).__name__

@@ -57,7 +57,7 @@ from typing import Any, Final, final
 
 from nr_llm_core.redaction import redact_text, redact_value
 from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
-from nr_llm_core.trace import CONTENT_KEYS, StepKind
+from nr_llm_core.trace import StepKind
 
 __all__ = [
     "INVALID_TOOL_NAME",
@@ -109,23 +109,11 @@ _STEP_KINDS: Final = _canonical([k.value for k in StepKind])
 _ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
 _USAGE_KEYS: Final = _canonical(USAGE_KEYS)
 _UNKNOWN_TOOL_PREFIX: Final = 'Error: unknown tool "'
-# Keys with their own METADATA rule; everything else goes through the numbers-only rule.
-_RULED_KEYS: Final = frozenset(
-    {
-        *CONTENT_KEYS,
-        "kind",
-        "round",
-        "duration_ms",
-        "tool_name",
-        "tool_call_id",
-        "tool_is_error",
-        "approvals",
-        "approval_digest",
-        "reason",
-        "usage",
-        "content_redacted",
-    }
-)
+_LENGTH_KEYS: Final = {
+    "content": "content_length",
+    "thinking": "thinking_length",
+    "tool_result": "tool_result_length",
+}
 
 
 class PrivacyLevel(enum.StrEnum):
@@ -250,82 +238,76 @@ class RunStepPrivacyFilter:
         if _is_number(duration) and type(duration) is not bool:
             record["duration_ms"] = duration
         record["content_redacted"] = True
-        self._summaries(step, record)
-        self._host_keys(step, record)
+        # One pass over the step (this runs for every recorded step): each key has its rule;
+        # a key with none keeps only a number under a snake_case name.
         for key, value in step.items():
-            # Numbers under snake_case keys are host metadata (counters, flags, timings).
-            if (
-                key not in _RULED_KEYS
-                and type(key) is str
-                and _SNAKE_KEY_RE.fullmatch(key)
-                and _is_number(value)
-            ):
-                record[key] = value
+            match key:
+                case "kind" | "round" | "duration_ms" | "content_redacted" | "raw":
+                    pass
+                case "tool_arguments":
+                    pass
+                case "messages_sent":
+                    if type(value) is list or type(value) is tuple:
+                        record["messages_sent_count"] = len(value)
+                case "content" | "thinking" | "tool_result":
+                    if type(value) is str:
+                        record[_LENGTH_KEYS[key]] = len(value)
+                case "tool_artifacts":
+                    if type(value) is list or type(value) is tuple:
+                        record["tool_artifacts_count"] = len(value)
+                        types = (a.get("type") for a in value if type(a) is dict)
+                        record["tool_artifact_types"] = [
+                            _ARTIFACT_TYPES[t]
+                            for t in types
+                            if type(t) is str and t in _ARTIFACT_TYPES
+                        ]
+                case "requested_tool_calls":
+                    if type(value) is list or type(value) is tuple:
+                        record["requested_tool_names"] = [
+                            self._tool_name(_call_name(c)) for c in value
+                        ]
+                case "tool_name":
+                    result = step.get("tool_result")
+                    unknown = (
+                        step.get("tool_is_error") is True
+                        and type(result) is str
+                        and result.startswith(_UNKNOWN_TOOL_PREFIX)
+                    )
+                    record["tool_name"] = UNKNOWN_TOOL_NAME if unknown else self._tool_name(value)
+                case "tool_call_id":
+                    if type(value) is str:
+                        record["tool_call_id"] = call_reference(value)
+                case "tool_is_error":
+                    if type(value) is bool:
+                        record["tool_is_error"] = value
+                case "approvals":
+                    if type(value) is dict:
+                        decisions = {
+                            call_reference(k): v
+                            for k, v in value.items()
+                            if type(k) is str and type(v) is bool
+                        }
+                        record["approvals"] = decisions
+                        record["approved_count"] = sum(decisions.values())
+                        record["denied_count"] = len(decisions) - record["approved_count"]
+                case "approval_digest":
+                    if type(value) is str and _DIGEST_RE.fullmatch(value):
+                        record["approval_digest"] = value
+                case "reason":
+                    ok = type(value) is str and _REASON_RE.fullmatch(value)
+                    record["reason"] = value if ok else UNRECOGNISED_REASON
+                case "usage":
+                    if type(value) is dict:
+                        record["usage"] = {
+                            _USAGE_KEYS[k]: v
+                            for k, v in value.items()
+                            if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
+                        }
+                case _:
+                    # Numbers under snake_case keys are host metadata (counters, flags).
+                    if type(key) is str and _SNAKE_KEY_RE.fullmatch(key) and _is_number(value):
+                        record[key] = value
         return record
-
-    def _summaries(self, step: Mapping[str, Any], record: dict[str, Any]) -> None:
-        messages = step.get("messages_sent")
-        if type(messages) is list or type(messages) is tuple:
-            record["messages_sent_count"] = len(messages)
-        for key, summary in (
-            ("content", "content_length"),
-            ("thinking", "thinking_length"),
-            ("tool_result", "tool_result_length"),
-        ):
-            value = step.get(key)
-            if type(value) is str:
-                record[summary] = len(value)
-        artifacts = step.get("tool_artifacts")
-        if type(artifacts) is list or type(artifacts) is tuple:
-            record["tool_artifacts_count"] = len(artifacts)
-            types = (a.get("type") for a in artifacts if type(a) is dict)
-            record["tool_artifact_types"] = [
-                _ARTIFACT_TYPES[t] for t in types if type(t) is str and t in _ARTIFACT_TYPES
-            ]
-        calls = step.get("requested_tool_calls")
-        if type(calls) is list or type(calls) is tuple:
-            record["requested_tool_names"] = [self._tool_name(_call_name(c)) for c in calls]
-
-    def _host_keys(self, step: Mapping[str, Any], record: dict[str, Any]) -> None:
-        if "tool_name" in step:
-            result = step.get("tool_result")
-            unknown = (
-                step.get("tool_is_error") is True
-                and type(result) is str
-                and result.startswith(_UNKNOWN_TOOL_PREFIX)
-            )
-            record["tool_name"] = (
-                UNKNOWN_TOOL_NAME if unknown else self._tool_name(step.get("tool_name"))
-            )
-        call_id = step.get("tool_call_id")
-        if type(call_id) is str:
-            record["tool_call_id"] = call_reference(call_id)
-        if type(step.get("tool_is_error")) is bool:
-            record["tool_is_error"] = step["tool_is_error"]
-        approvals = step.get("approvals")
-        if type(approvals) is dict:
-            decisions = {
-                call_reference(k): v
-                for k, v in approvals.items()
-                if type(k) is str and type(v) is bool
-            }
-            record["approvals"] = decisions
-            record["approved_count"] = sum(decisions.values())
-            record["denied_count"] = len(decisions) - record["approved_count"]
-        digest = step.get("approval_digest")
-        if type(digest) is str and _DIGEST_RE.fullmatch(digest):
-            record["approval_digest"] = digest
-        if "reason" in step:
-            reason = step["reason"]
-            ok = type(reason) is str and _REASON_RE.fullmatch(reason)
-            record["reason"] = reason if ok else UNRECOGNISED_REASON
-        usage = step.get("usage")
-        if type(usage) is dict:
-            record["usage"] = {
-                _USAGE_KEYS[k]: v
-                for k, v in usage.items()
-                if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
-            }
 
     def _tool_name(self, name: object) -> str:
         if type(name) is not str or TOOL_NAME_RE.fullmatch(name) is None:

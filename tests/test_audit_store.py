@@ -288,8 +288,8 @@ def test_upgrade_from_version_1_keeps_data(tmp_path: Path) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
     assert _audit_schema.migrate(conn, target=1) == 1
     conn.execute(
-        "INSERT INTO runs (id, status, started_at, privacy_level, next_seq) "
-        "VALUES ('old', 'running', '2020-01-01T00:00:00.000000Z', 'metadata', 2)"
+        "INSERT INTO runs (id, status, started_at, privacy_level) "
+        "VALUES ('old', 'running', '2020-01-01T00:00:00.000000Z', 'metadata')"
     )
     conn.execute(
         "INSERT INTO events (run_id, seq, kind, round, duration_ms, payload) "
