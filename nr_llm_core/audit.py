@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, final
@@ -134,7 +134,7 @@ class AgentRunPersister:
         path: str | os.PathLike[str],
         *,
         privacy: PrivacyLevel | str | None = None,
-        known_tools: frozenset[str] | None = None,
+        known_tools: Collection[str] | None = None,
         busy_timeout_ms: int = 30_000,
     ) -> None:
         self.path = Path(path)

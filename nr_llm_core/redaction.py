@@ -26,7 +26,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, final
 
 __all__ = [
     "MAX_REDACTED_CHARS",
@@ -86,6 +86,7 @@ def _is_card_digits(digits: str) -> bool:
 Replacer = Callable[[re.Match[str]], str]
 
 
+@final
 class SecretPattern:
     """One secret shape: a ``kind`` (the mask's label), a compiled regex and its replacement."""
 
