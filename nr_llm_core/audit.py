@@ -93,9 +93,21 @@ _INSERT_STEP: Final = (
     "?2, ?3, ?4, ?5, ?6 "
     "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
 )
+_INSERT_NEXT: Final = _INSERT_STEP + " RETURNING seq"
+_INSERT_AT: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
 _ADD_TOKENS: Final = (
     "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
 )
+
+
+def _fetch_seq(cursor: sqlite3.Cursor) -> int | None:
+    # fetchall: the statement must run to completion so that its implicit transaction ends.
+    rows = cursor.fetchall()
+    return int(rows[0][0]) if rows else None
 
 
 def _tokens(usage: object) -> tuple[int, int]:
@@ -144,6 +156,7 @@ class AgentRunPersister:
             level: RunStepPrivacyFilter(level, known_tools=known_tools) for level in PrivacyLevel
         }
         self._levels: dict[str, PrivacyLevel] = {}
+        self._next_seq: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pid = os.getpid()
         try:
@@ -218,6 +231,7 @@ class AgentRunPersister:
         except Exception as exc:
             raise AuditStoreError(f"could not begin run {run_id!r}: {type(exc).__name__}") from exc
         self._levels[run_id] = level
+        self._next_seq[run_id] = 1
         return run_id
 
     def _level(self, run_id: str) -> PrivacyLevel | None:
@@ -260,8 +274,8 @@ class AgentRunPersister:
                 if tokens_in or tokens_out:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
-                        stored = conn.execute(_INSERT_STEP, params).rowcount == 1
-                        if stored:
+                        seq = _fetch_seq(conn.execute(_INSERT_NEXT, params))
+                        if seq is not None:
                             conn.execute(_ADD_TOKENS, (tokens_in, tokens_out, run_id))
                         conn.execute("COMMIT")
                     except BaseException:
@@ -269,9 +283,10 @@ class AgentRunPersister:
                             conn.execute("ROLLBACK")
                         raise
                 else:
-                    # One statement is one transaction: its write lock is taken before it
-                    # reads MAX(seq), so no other writer can take the same number.
-                    stored = conn.execute(_INSERT_STEP, params).rowcount == 1
+                    seq = self._insert(conn, run_id, params)
+                stored = seq is not None
+                if seq is not None:
+                    self._next_seq[run_id] = seq + 1
             if not stored:
                 logger.warning("audit: run %r is settled; step not recorded", run_id)
             return stored
@@ -280,6 +295,23 @@ class AgentRunPersister:
                 "audit: could not record a step for run %r (%s)", run_id, type(exc).__name__
             )
             return False
+
+    def _insert(self, conn: sqlite3.Connection, run_id: str, params: tuple[Any, ...]) -> int | None:
+        # Each statement is its own transaction, and takes the write lock before it reads.
+        # Fast path: the number after the last one this persister stored. If another writer
+        # took it, UNIQUE(run_id, seq) refuses the row and the allocating insert (MAX + 1,
+        # atomically) is used. Only a number that is MAX + 1 can be inserted without a
+        # conflict, because the numbers below it all exist: the sequence stays gap-free.
+        seq = self._next_seq.get(run_id)
+        if seq is not None:
+            try:
+                inserted = conn.execute(_INSERT_AT, (*params, seq)).rowcount == 1
+            except sqlite3.IntegrityError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+                    raise
+            else:
+                return seq if inserted else None  # not inserted: the run is not open
+        return _fetch_seq(conn.execute(_INSERT_NEXT, params))
 
     def listener(self, run_id: str | None = None) -> StepListener:
         """A :meth:`RunTrace.add_listener` callback recording each step (``run_id`` defaults
@@ -341,6 +373,7 @@ class AgentRunPersister:
                 params.extend(_tokens(usage))
             conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*params, run_id))  # noqa: S608  # only fixed column names are joined
         self._levels.pop(run_id, None)
+        self._next_seq.pop(run_id, None)
 
     def settle_completed(self, run_id: str, **kwargs: Any) -> None:
         """:meth:`settle` with ``completed``."""
@@ -465,4 +498,5 @@ class AgentRunPersister:
             # (at the latest when the last connection closes) overwrites it.
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._levels.clear()
+        self._next_seq.clear()
         return int(deleted)

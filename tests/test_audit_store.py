@@ -441,3 +441,25 @@ def test_eight_threads_and_two_processes_store_every_step_once(db: Path) -> None
     expected = sorted((w, i) for w in [*range(8), 100, 101] for i in range(per_writer))
     assert written == expected
     shared.close()
+
+
+def test_two_persisters_alternating_on_one_run_stay_gap_free(db: Path) -> None:
+    # Each write by one persister makes the other's next number stale: every step after the
+    # first takes the conflict path (UNIQUE refuses, the allocating insert is used).
+    with AgentRunPersister(db) as a, AgentRunPersister(db) as b:
+        run = a.begin()
+        for i in range(20):
+            assert (a if i % 2 else b).record_step(run, numbered_step(i % 2, i))
+        assert seqs(a, run) == list(range(1, 21))
+        assert [s["step"]["index"] for s in a.steps(run)] == list(range(20))
+
+
+def test_a_run_id_reused_after_purge_starts_again_at_one(db: Path) -> None:
+    with AgentRunPersister(db) as p:
+        p.begin("again")
+        for i in range(3):
+            p.record_step("again", tool_step(i))
+        assert p.purge(0) == 1
+        p.begin("again")
+        assert p.record_step("again", tool_step())
+        assert seqs(p, "again") == [1]
