@@ -1,4 +1,4 @@
-"""The audit store's SQLite schema, its migrations, and how a connection is opened.
+"""The audit store's SQLite schema, its migrations, its statements, and how a connection is opened.
 
 The schema version is ``PRAGMA user_version``. :data:`MIGRATIONS` is the schema's whole history:
 migration ``i`` (0-based) takes a database from version ``i`` to ``i + 1``. An empty file gets
@@ -11,15 +11,25 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 __all__ = [
+    "ADD_TOKENS",
+    "INSERT_AT",
+    "INSERT_NEXT",
+    "INSERT_STEP",
     "MIGRATIONS",
+    "RUN_COLUMNS",
     "SCHEMA_VERSION",
     "SchemaVersionError",
     "connect",
+    "fetch_seq",
     "migrate",
+    "now",
+    "tokens",
 ]
 
 
@@ -124,3 +134,63 @@ def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> int:
             conn.execute("ROLLBACK")
         raise
     return max(version, target)
+
+
+_second: tuple[int, str] = (0, "")
+
+
+def now() -> str:
+    # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings. The
+    # formatted second is cached: this runs once per recorded step.
+    global _second
+    now = time.time()
+    second = int(now)
+    if _second[0] != second:
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
+
+
+# The sequence number is allocated by the insert itself, from the run's own steps; the run
+# must exist and be open. ?1 is the run id.
+INSERT_STEP: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?1), 0) + 1, "
+    "?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+INSERT_NEXT: Final = INSERT_STEP + " RETURNING seq"
+INSERT_AT: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+ADD_TOKENS: Final = (
+    "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
+)
+
+
+def fetch_seq(cursor: sqlite3.Cursor) -> int | None:
+    # fetchall: the statement must run to completion so that its implicit transaction ends.
+    rows = cursor.fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def tokens(usage: object) -> tuple[int, int]:
+    if not isinstance(usage, Mapping):
+        return 0, 0
+
+    def first(*names: str) -> int:
+        for name in names:
+            value = usage.get(name)
+            if type(value) is int and value >= 0:
+                return value
+        return 0
+
+    return first("input_tokens", "prompt_tokens"), first("output_tokens", "completion_tokens")
+
+
+RUN_COLUMNS: Final = (
+    "id, status, started_at, ended_at, iterations, truncated, termination_reason, tokens_in, "
+    "tokens_out, privacy_level, suspended_state IS NOT NULL, "
+    "(SELECT COUNT(*) FROM events WHERE events.run_id = runs.id), meta"
+)

@@ -24,7 +24,6 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -41,6 +40,15 @@ from nr_llm_core._audit_records import (
     UnknownRunError,
     refuse_artifacts,
     run_record,
+)
+from nr_llm_core._audit_schema import (
+    ADD_TOKENS,
+    INSERT_AT,
+    INSERT_NEXT,
+    RUN_COLUMNS,
+    fetch_seq,
+    now,
+    tokens,
 )
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, resolve_privacy_level
@@ -69,66 +77,6 @@ def default_db_path() -> Path:
     """``$NR_LLM_DB`` if set, else ``./.nr-llm/audit.db``."""
     value = os.environ.get(DB_ENV_VAR, "").strip()
     return Path(value) if value else _DEFAULT_DB
-
-
-_second: tuple[int, str] = (0, "")
-
-
-def _now() -> str:
-    # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings. The
-    # formatted second is cached: this runs once per recorded step.
-    global _second
-    now = time.time()
-    second = int(now)
-    if _second[0] != second:
-        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
-
-
-# The sequence number is allocated by the insert itself, from the run's own steps; the run
-# must exist and be open. ?1 is the run id.
-_INSERT_STEP: Final = (
-    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
-    "SELECT ?1, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?1), 0) + 1, "
-    "?2, ?3, ?4, ?5, ?6 "
-    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
-)
-_INSERT_NEXT: Final = _INSERT_STEP + " RETURNING seq"
-_INSERT_AT: Final = (
-    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
-    "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
-    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
-)
-_ADD_TOKENS: Final = (
-    "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
-)
-
-
-def _fetch_seq(cursor: sqlite3.Cursor) -> int | None:
-    # fetchall: the statement must run to completion so that its implicit transaction ends.
-    rows = cursor.fetchall()
-    return int(rows[0][0]) if rows else None
-
-
-def _tokens(usage: object) -> tuple[int, int]:
-    if not isinstance(usage, Mapping):
-        return 0, 0
-
-    def first(*names: str) -> int:
-        for name in names:
-            value = usage.get(name)
-            if type(value) is int and value >= 0:
-                return value
-        return 0
-
-    return first("input_tokens", "prompt_tokens"), first("output_tokens", "completion_tokens")
-
-
-_RUN_COLUMNS: Final = (
-    "id, status, started_at, ended_at, iterations, truncated, termination_reason, tokens_in, "
-    "tokens_out, privacy_level, suspended_state IS NOT NULL, "
-    "(SELECT COUNT(*) FROM events WHERE events.run_id = runs.id), meta"
-)
 
 
 @final
@@ -226,7 +174,7 @@ class AgentRunPersister:
                 conn.execute(
                     "INSERT INTO runs (id, status, started_at, privacy_level, meta) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (run_id, RunStatus.RUNNING.value, _now(), level.value, meta_json),
+                    (run_id, RunStatus.RUNNING.value, now(), level.value, meta_json),
                 )
         except Exception as exc:
             raise AuditStoreError(f"could not begin run {run_id!r}: {type(exc).__name__}") from exc
@@ -259,14 +207,14 @@ class AgentRunPersister:
             record = self._filters[level].filter(step.to_dict())
             payload = encode_json_str(record)
             tokens_in, tokens_out = (
-                _tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
+                tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
             )
             params = (
                 run_id,
                 record.get("kind", "other"),
                 record.get("round"),
                 record.get("duration_ms"),
-                _now(),
+                now(),
                 payload,
             )
             with self._lock:
@@ -274,9 +222,9 @@ class AgentRunPersister:
                 if tokens_in or tokens_out:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
-                        seq = _fetch_seq(conn.execute(_INSERT_NEXT, params))
+                        seq = fetch_seq(conn.execute(INSERT_NEXT, params))
                         if seq is not None:
-                            conn.execute(_ADD_TOKENS, (tokens_in, tokens_out, run_id))
+                            conn.execute(ADD_TOKENS, (tokens_in, tokens_out, run_id))
                         conn.execute("COMMIT")
                     except BaseException:
                         if conn.in_transaction:
@@ -305,13 +253,13 @@ class AgentRunPersister:
         seq = self._next_seq.get(run_id)
         if seq is not None:
             try:
-                inserted = conn.execute(_INSERT_AT, (*params, seq)).rowcount == 1
+                inserted = conn.execute(INSERT_AT, (*params, seq)).rowcount == 1
             except sqlite3.IntegrityError as exc:
                 if exc.sqlite_errorcode != sqlite3.SQLITE_CONSTRAINT_UNIQUE:
                     raise
             else:
                 return seq if inserted else None  # not inserted: the run is not open
-        return _fetch_seq(conn.execute(_INSERT_NEXT, params))
+        return fetch_seq(conn.execute(INSERT_NEXT, params))
 
     def listener(self, run_id: str | None = None) -> StepListener:
         """A :meth:`RunTrace.add_listener` callback recording each step (``run_id`` defaults
@@ -361,7 +309,7 @@ class AgentRunPersister:
                 "termination_reason = ?",
                 "suspended_state = NULL",
             ]
-            params: list[Any] = [final_status.value, _now(), reason]
+            params: list[Any] = [final_status.value, now(), reason]
             if iterations is not None:
                 sets.append("iterations = ?")
                 params.append(int(iterations))
@@ -370,7 +318,7 @@ class AgentRunPersister:
                 params.append(bool(truncated))
             if usage is not None:
                 sets.extend(["tokens_in = ?", "tokens_out = ?"])
-                params.extend(_tokens(usage))
+                params.extend(tokens(usage))
             conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*params, run_id))  # noqa: S608  # only fixed column names are joined
         self._levels.pop(run_id, None)
         self._next_seq.pop(run_id, None)
@@ -446,14 +394,14 @@ class AgentRunPersister:
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """The most recently started runs first."""
         rows = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",  # noqa: S608  # a constant column list
+            f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",  # noqa: S608  # a constant column list
             (max(0, int(limit)),),
         )
         return [run_record(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))  # noqa: S608  # a constant column list
+        rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))  # noqa: S608  # a constant column list
         return run_record(rows[0]) if rows else None
 
     def steps(self, run_id: str) -> list[StepRecord]:
