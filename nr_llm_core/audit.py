@@ -168,7 +168,10 @@ class AgentRunPersister:
         """
         run_id = run_id or uuid.uuid4().hex
         level = self.privacy if privacy is None else resolve_privacy_level(privacy)
-        meta_json = None if meta is None else encode_json_str(dict(meta))
+        try:
+            meta_json = None if meta is None else encode_json_str(dict(meta))
+        except Exception as exc:
+            raise AuditStoreError(f"run meta is not JSON: {type(exc).__name__}") from None
         try:
             with self._write() as conn:
                 conn.execute(

@@ -40,6 +40,8 @@ Decisions for the keys that are not content keys but can still carry model or pr
   :data:`UNRECOGNISED_REASON`. Free text cannot be told apart from an exception message.
 - ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
 - ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
+- ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
+  int, ``duration_ms`` only as a finite number.
 - any other top-level key is kept only if its name is snake_case and its value is a number or
   a bool; anything else is dropped. New keys that hold text need a rule here first.
 """

@@ -150,10 +150,13 @@ def test_termination_reason_follows_the_privacy_rule(db: Path) -> None:
     assert b"CANARY-in-provider-error" not in db.read_bytes()
 
 
-def test_begin_refuses_a_duplicate_id(store: AgentRunPersister) -> None:
+def test_begin_refuses_a_duplicate_id_and_non_json_meta(store: AgentRunPersister) -> None:
     store.begin("r1")
     with pytest.raises(AuditStoreError):
         store.begin("r1")
+    with pytest.raises(AuditStoreError):
+        store.begin("r2", meta={"artifact": Artifact.text("l", "t")})
+    assert store.get_run("r2") is None
 
 
 def test_record_step_returns_false_for_unknown_or_settled_runs(store: AgentRunPersister) -> None:

@@ -85,7 +85,9 @@ def test_show_prints_steps_exactly_as_stored_and_visibly(db: Path) -> None:
     assert "\\u202e" in out  # RLO shown, not applied
     assert "\\x85" in out
     with AgentRunPersister(db) as store:
-        payloads = [s["payload"] for s in store.steps(run)]
+        stored = store.steps(run)
+    payloads = [s["payload"] for s in stored]
+    assert stored[1]["step"]["content"] == HOSTILE  # stored as data, byte for byte
     # The JSON encoder already escapes C0; only what visible() adds differs from the stored text.
     for payload in payloads:
         shown = payload.replace("\u202e", "\\u202e").replace("\x85", "\\x85")

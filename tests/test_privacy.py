@@ -289,6 +289,15 @@ def test_redactor_refusing_a_value_falls_back_to_metadata() -> None:
     assert "tool_result" not in record
 
 
+def test_redactor_meeting_a_pathologically_deep_value_falls_back_to_metadata() -> None:
+    deep: list[object] = ["SECRET-DEEP"]
+    for _ in range(1000):
+        deep = [deep]
+    record = RunStepPrivacyFilter(PrivacyLevel.REDACTED).filter(tool_step(tool_arguments=deep))
+    assert record["redaction_failed"] is True
+    assert "SECRET-DEEP" not in repr(record)
+
+
 def test_termination_reason_rule_per_level() -> None:
     text = "boom: sk-ant-" + "a" * 30
     assert RunStepPrivacyFilter(PrivacyLevel.FULL).filter_reason(text) == text
