@@ -136,21 +136,28 @@ class AgentRunPersister:
         return self._conn
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; SQLite errors become :class:`AuditStoreError`."""
         with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                conn = self._connection()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise AuditStoreError(f"audit database error: {type(exc).__name__}") from exc
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._connection().execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise AuditStoreError(f"audit database error: {type(exc).__name__}") from exc
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -447,7 +454,10 @@ class AgentRunPersister:
         with self._lock:
             # Best effort: a reader in another process can hold the WAL; the next checkpoint
             # (at the latest when the last connection closes) overwrites it.
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                logger.warning("audit: WAL checkpoint after purge failed (%s)", type(exc).__name__)
         self._levels.clear()
         self._next_seq.clear()
         return int(deleted)
