@@ -84,7 +84,7 @@ def test_privacy_defaults_to_environment_then_metadata(
     with AgentRunPersister(db) as p:
         assert p.privacy is PrivacyLevel.REDACTED
         run = p.begin(privacy="full")
-        assert p.get_run(run)["privacy_level"] == "full"  # type: ignore[index]
+        assert p.get_run(run)["privacy_level"] == "full"
 
 
 # -- life cycle --------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def test_a_final_status_cannot_be_settled_twice(store: AgentRunPersister) -> Non
         store.settle_completed(run)
     with pytest.raises(RunSettledError):
         store.settle(run, "cancelled")
-    assert store.get_run(run)["status"] == "failed"  # type: ignore[index]
+    assert store.get_run(run)["status"] == "failed"
 
 
 def test_settle_refuses_unknown_runs_and_non_final_statuses(store: AgentRunPersister) -> None:
@@ -139,14 +139,14 @@ def test_settle_usage_replaces_summed_tokens(store: AgentRunPersister) -> None:
     )
     store.settle_completed(run, usage={"input_tokens": 100, "output_tokens": 50})
     record = store.get_run(run)
-    assert (record["tokens_in"], record["tokens_out"]) == (100, 50)  # type: ignore[index]
+    assert (record["tokens_in"], record["tokens_out"]) == (100, 50)
 
 
 def test_termination_reason_follows_the_privacy_rule(db: Path) -> None:
     with AgentRunPersister(db, privacy="metadata") as p:
         run = p.begin()
         p.settle_failed(run, termination_reason="HTTP 500: CANARY-in-provider-error")
-        assert p.get_run(run)["termination_reason"] == "[unrecognised-reason]"  # type: ignore[index]
+        assert p.get_run(run)["termination_reason"] == "[unrecognised-reason]"
     assert b"CANARY-in-provider-error" not in db.read_bytes()
 
 
@@ -184,7 +184,7 @@ def test_sequence_advances_only_on_success(db: Path) -> None:
 def test_record_step_never_raises(db: Path) -> None:
     p = AgentRunPersister(db)
     run = p.begin()
-    assert p.record_step(run, "not a step") is False  # type: ignore[arg-type]
+    assert p.record_step(run, "not a step") is False
     p.close()
     assert p.record_step(run, tool_step()) is False  # closed connection: logged, not raised
 
@@ -220,11 +220,11 @@ def test_suspend_load_resume(store: AgentRunPersister) -> None:
     run = store.begin()
     assert store.load_suspended(run) is None
     store.suspend(run, STATE)
-    assert store.get_run(run)["status"] == "suspended"  # type: ignore[index]
+    assert store.get_run(run)["status"] == "suspended"
     assert store.load_suspended(run) == STATE
     assert store.record_step(run, tool_step())  # a suspended run still takes steps
     store.mark_resumed(run)
-    assert store.get_run(run)["status"] == "running"  # type: ignore[index]
+    assert store.get_run(run)["status"] == "running"
     assert store.load_suspended(run) is None
     with pytest.raises(AuditStoreError):
         store.mark_resumed(run)
@@ -234,7 +234,7 @@ def test_settling_clears_the_suspended_state(store: AgentRunPersister, db: Path)
     run = store.begin()
     store.suspend(run, {"messages": [{"role": "user", "content": "SUSPENDED-CANARY"}]})
     store.settle_cancelled(run, termination_reason="denied")
-    assert store.get_run(run)["suspended"] is False  # type: ignore[index]
+    assert store.get_run(run)["suspended"] is False
     with pytest.raises(RunSettledError):
         store.suspend(run, STATE)
     store.close()
@@ -256,7 +256,7 @@ def test_suspend_refuses_artifacts(store: AgentRunPersister, state: dict[str, An
     run = store.begin()
     with pytest.raises(AuditStoreError, match="artifact"):
         store.suspend(run, state)
-    assert store.get_run(run)["status"] == "running"  # type: ignore[index]
+    assert store.get_run(run)["status"] == "running"
 
 
 def test_suspend_refuses_non_json(store: AgentRunPersister) -> None:
@@ -301,7 +301,7 @@ def test_upgrade_from_version_1_keeps_data(tmp_path: Path) -> None:
     conn.close()
     assert "meta" not in _tables(db)["runs"]
     with AgentRunPersister(db) as p:
-        assert p.get_run("old")["steps"] == 1  # type: ignore[index]
+        assert p.get_run("old")["steps"] == 1
         assert p.record_step("old", tool_step())
         assert seqs(p, "old") == [1, 2]
         assert p.steps("old")[0]["recorded_at"] is None
@@ -400,7 +400,7 @@ def test_sigkill_mid_run_loses_nothing_committed(db: Path) -> None:
         assert [s["seq"] for s in stored] == list(range(1, len(stored) + 1))
         assert [s["step"]["index"] for s in stored] == list(range(len(stored)))
         p.settle_failed("killed-run", termination_reason="process_killed")
-        assert p.get_run("killed-run")["status"] == "failed"  # type: ignore[index]
+        assert p.get_run("killed-run")["status"] == "failed"
 
 
 def test_eight_threads_and_two_processes_store_every_step_once(db: Path) -> None:

@@ -27,7 +27,7 @@ from nr_llm_core.trace import CONTENT_KEYS, RunStep, StepKind, ToolInvocation
 
 @pytest.fixture(params=list(PrivacyLevel), ids=lambda level: level.value)
 def level(request: pytest.FixtureRequest) -> PrivacyLevel:
-    return request.param  # type: ignore[no-any-return]
+    return request.param
 
 
 def tool_step(**overrides: Any) -> dict[str, Any]:

@@ -160,7 +160,7 @@ def assert_absent(canaries: list[str], files: dict[str, bytes]) -> None:
 
 @pytest.fixture(params=list(PrivacyLevel), ids=lambda level: level.value)
 def level(request: pytest.FixtureRequest) -> PrivacyLevel:
-    return request.param  # type: ignore[no-any-return]
+    return request.param
 
 
 def test_sweep(level: PrivacyLevel, tmp_path: Path) -> None:
