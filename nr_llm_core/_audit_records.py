@@ -6,11 +6,12 @@ Re-exported by :mod:`nr_llm_core.audit`; kept apart so the persister module stay
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from nr_llm_core.encoding import decode_json
 from nr_llm_core.errors import NrLlmError
-from nr_llm_core.results import Artifact, ArtifactType, ToolResult
+from nr_llm_core.results import Artifact, ToolResult
 
 __all__ = [
     "AuditStoreError",
@@ -99,12 +100,18 @@ def run_record(row: tuple[Any, ...]) -> RunRecord:
     )
 
 
-_ARTIFACT_KEYS: Final = frozenset({"type", "label", "data"})
-_ARTIFACT_TYPE_VALUES: Final = frozenset(t.value for t in ArtifactType)
+def refuse_artifacts(state: Mapping[str, Any]) -> None:
+    """Raise :class:`AuditStoreError` if ``state`` carries an artifact.
 
-
-def refuse_artifacts(state: object) -> None:
-    """Raise :class:`AuditStoreError` if ``state`` carries anything artifact-like."""
+    Refused: an :class:`Artifact` or :class:`ToolResult` object anywhere, and the keys
+    ``artifacts``/``tool_artifacts`` at the top level of the state. Nested dicts are left
+    alone on purpose: below the top level sit messages and tool-call arguments the model
+    wrote, and a model must not be able to block a suspension by naming an argument
+    ``artifacts``. (A stored state is JSON, so no artifact object can pass the encoder anyway.)
+    """
+    for key in ("artifacts", "tool_artifacts"):
+        if key in state:
+            raise AuditStoreError(f"a suspended state must not carry {key!r}")
     stack: list[object] = [state]
     seen: set[int] = set()
     while stack:
@@ -113,19 +120,6 @@ def refuse_artifacts(state: object) -> None:
             raise AuditStoreError("a suspended state must not carry artifacts or tool results")
         if isinstance(value, dict | list | tuple):
             if id(value) in seen:
-                continue  # a cycle: the encoder refuses it below
+                continue  # a cycle: the encoder refuses it
             seen.add(id(value))
-        if isinstance(value, dict):
-            for key in value:
-                if key in ("artifacts", "tool_artifacts"):
-                    raise AuditStoreError(f"a suspended state must not carry {key!r}")
-            kind = value.get("type")
-            if (
-                value.keys() == _ARTIFACT_KEYS
-                and type(kind) is str
-                and kind in _ARTIFACT_TYPE_VALUES
-            ):
-                raise AuditStoreError("a suspended state must not carry an artifact")
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
+            stack.extend(value.values() if isinstance(value, dict) else value)

@@ -22,6 +22,7 @@ __all__ = [
     "INSERT_NEXT",
     "INSERT_STEP",
     "MIGRATIONS",
+    "RESUME",
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
     "SchemaVersionError",
@@ -163,6 +164,10 @@ INSERT_AT: Final = (
     "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
     "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
     "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+RESUME: Final = (
+    "UPDATE runs SET status = 'running', suspended_state = NULL "
+    "WHERE id = ? AND status = 'suspended'"
 )
 ADD_TOKENS: Final = (
     "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"

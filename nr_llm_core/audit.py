@@ -45,6 +45,7 @@ from nr_llm_core._audit_schema import (
     ADD_TOKENS,
     INSERT_AT,
     INSERT_NEXT,
+    RESUME,
     RUN_COLUMNS,
     fetch_seq,
     now,
@@ -171,9 +172,13 @@ class AgentRunPersister:
         """Start a run (status ``running``) and return its id (a new UUID when not given).
 
         ``meta`` is host metadata (model name, allowed tools …), stored as JSON at every
-        level: never put model or tool bytes in it.
+        level: never put model or tool bytes in it. The run's privacy level is ``privacy``,
+        else ``meta["privacy"]`` (how :class:`~nr_llm_core.loop.ToolLoop` passes its level),
+        else the persister's.
         """
         run_id = run_id or uuid.uuid4().hex
+        if privacy is None and meta is not None and "privacy" in meta:
+            privacy = meta["privacy"]  # ToolLoop(privacy=...) passes its level in meta
         level = self.privacy if privacy is None else resolve_privacy_level(privacy)
         try:
             meta_json = None if meta is None else encode_json_str(dict(meta))
@@ -208,6 +213,8 @@ class AgentRunPersister:
         ``False`` when the run is unknown or settled, or the step cannot be filtered, encoded
         or written (logged as a warning with the exception type only: the message could hold
         step bytes). The run's sequence number advances only when a step is stored.
+        Recording an ``approval`` step for a suspended run resumes it in the same transaction
+        (status ``running``, saved state cleared).
         """
         try:
             level = self._level(run_id)
@@ -229,12 +236,17 @@ class AgentRunPersister:
             )
             with self._lock:
                 conn = self._connection()
-                if tokens_in or tokens_out:
+                resumes = step.kind is StepKind.APPROVAL
+                if tokens_in or tokens_out or resumes:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
                         seq = fetch_seq(conn.execute(INSERT_NEXT, params))
-                        if seq is not None:
+                        if seq is not None and (tokens_in or tokens_out):
                             conn.execute(ADD_TOKENS, (tokens_in, tokens_out, run_id))
+                        if seq is not None and resumes:
+                            # The decision is recorded: the run is running again and its
+                            # saved state is gone, so the same approval cannot be replayed.
+                            conn.execute(RESUME, (run_id,))
                         conn.execute("COMMIT")
                     except BaseException:
                         if conn.in_transaction:
@@ -364,7 +376,7 @@ class AgentRunPersister:
         ``tool_artifacts``, a ``{type, label, data}`` artifact dict) is refused with
         :class:`AuditStoreError`, never silently dropped. It is stored as given at every
         privacy level (a run cannot resume without its messages) and cleared when the run is
-        resumed or settled.
+        resumed (an ``approval`` step is recorded, or :meth:`mark_resumed`) or settled.
         """
         refuse_artifacts(state)
         try:

@@ -35,9 +35,11 @@ Decisions for the keys that are not content keys but can still carry model or pr
   matched with its tool step. The unkeyed hash hides the id's bytes, not its identity: a
   guessable id can be confirmed by hashing a guess. ``approvals`` also gets
   ``approved_count``/``denied_count``.
-- ``reason`` of an error step is meant to be host vocabulary; it is kept only if it is a
-  snake_case code (``[a-z][a-z0-9_]{0,63}``, e.g. ``provider_error``), else it becomes
-  :data:`UNRECOGNISED_REASON`. Free text cannot be told apart from an exception message.
+- ``reason`` of an error step (and a run's termination reason) is meant to be host
+  vocabulary, but the loop writes ``provider error: <detail>`` and the detail can quote an
+  exception. A snake_case code is kept; for ``<lowercase words>: <detail>`` only the words
+  become a code (``provider_error``); anything else is :data:`UNRECOGNISED_REASON`
+  (:func:`reason_code`).
 - ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
 - ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
 - ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
@@ -70,6 +72,7 @@ __all__ = [
     "PrivacyLevel",
     "RunStepPrivacyFilter",
     "call_reference",
+    "reason_code",
     "resolve_privacy_level",
 ]
 
@@ -105,6 +108,7 @@ def _canonical(vocabulary: Collection[str]) -> dict[str, str]:
 
 
 _REASON_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_REASON_PREFIX_RE: Final = re.compile(r"([a-z][a-z ]{0,38}[a-z]):")
 _DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
 _SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _STEP_KINDS: Final = _canonical([k.value for k in StepKind])
@@ -160,6 +164,24 @@ def call_reference(call_id: str) -> str:
     return f"sha256:{digest[:16]}"
 
 
+def reason_code(reason: object) -> str:
+    """The METADATA form of an error or termination reason.
+
+    A snake_case code (``max_iterations``) is kept. A reason written as ``<lowercase words>:
+    <detail>`` (``provider error: timed out``) keeps only the words before the colon, as a
+    code (``provider_error``): the detail may quote an exception. Anything else is
+    :data:`UNRECOGNISED_REASON`.
+    """
+    if type(reason) is not str:
+        return UNRECOGNISED_REASON
+    if _REASON_RE.fullmatch(reason):
+        return reason
+    prefix = _REASON_PREFIX_RE.match(reason)
+    if prefix is not None:
+        return prefix.group(1).replace(" ", "_")
+    return UNRECOGNISED_REASON
+
+
 def _is_number(value: object) -> bool:
     if type(value) is float:
         return math.isfinite(value)
@@ -209,8 +231,7 @@ class RunStepPrivacyFilter:
                 return redact_text(reason)
             except Exception:
                 return UNRECOGNISED_REASON
-        ok = type(reason) is str and _REASON_RE.fullmatch(reason)
-        return reason if ok else UNRECOGNISED_REASON
+        return reason_code(reason)
 
     # -- levels ----------------------------------------------------------------------------------
 
@@ -296,8 +317,7 @@ class RunStepPrivacyFilter:
                     if type(value) is str and _DIGEST_RE.fullmatch(value):
                         record["approval_digest"] = value
                 case "reason":
-                    ok = type(value) is str and _REASON_RE.fullmatch(value)
-                    record["reason"] = value if ok else UNRECOGNISED_REASON
+                    record["reason"] = reason_code(value)
                 case "usage":
                     if type(value) is dict:
                         record["usage"] = {

@@ -226,8 +226,11 @@ def test_approvals_are_keyed_by_call_reference() -> None:
 @pytest.mark.parametrize(
     ("reason", "stored"),
     [("provider_error", "provider_error"), ("max_iterations", "max_iterations"),
-     ("Traceback: secret", UNRECOGNISED_REASON), ("", UNRECOGNISED_REASON),
-     (None, UNRECOGNISED_REASON)],
+     ("provider error: HTTP 500 from https://u:p@x/CANARY", "provider_error"),
+     ("provider error: the provider raised KeyError", "provider_error"),
+     ("Traceback: secret", UNRECOGNISED_REASON), ("secret canary text", UNRECOGNISED_REASON),
+     ("a: b", UNRECOGNISED_REASON), ("x" * 50 + ": detail", UNRECOGNISED_REASON),
+     ("", UNRECOGNISED_REASON), (None, UNRECOGNISED_REASON)],
 )  # fmt: skip
 def test_metadata_reason_rule(reason: object, stored: str) -> None:
     step = {**RunStep.error(round=0, reason="x").to_dict(), "reason": reason}
@@ -299,7 +302,7 @@ def test_redactor_meeting_a_pathologically_deep_value_falls_back_to_metadata() -
 
 
 def test_termination_reason_rule_per_level() -> None:
-    text = "boom: sk-ant-" + "a" * 30
+    text = "Boom! sk-ant-" + "a" * 30
     assert RunStepPrivacyFilter(PrivacyLevel.FULL).filter_reason(text) == text
     assert "sk-ant" not in str(RunStepPrivacyFilter(PrivacyLevel.REDACTED).filter_reason(text))
     for level in (PrivacyLevel.METADATA, PrivacyLevel.NONE):
