@@ -20,8 +20,13 @@ from nr_llm_core.host import LoadError, ToolHost
 from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, ToolSpec
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
+    from nr_llm_core.approval import SuspendedRunState
     from nr_llm_core.audit import AgentRunPersister
+    from nr_llm_core.errors import ProviderError
+    from nr_llm_core.loop import ToolLoop, ToolLoopResult
+    from nr_llm_core.messages import ChatMessage, ToolCall
     from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter
+    from nr_llm_core.providers import AnthropicProvider, OpenAIChatProvider, ScriptedProvider
 
 __version__ = "0.1.0"
 
@@ -30,17 +35,26 @@ __all__ = [
     "MAX_ARTIFACT_DEPTH",
     "MAX_CONTENT_BYTES",
     "AgentRunPersister",
+    "AnthropicProvider",
     "Artifact",
     "ArtifactType",
+    "ChatMessage",
     "ConfigurationError",
     "DataClass",
     "LoadError",
     "NrLlmError",
+    "OpenAIChatProvider",
     "PrivacyLevel",
+    "ProviderError",
     "RunStepPrivacyFilter",
+    "ScriptedProvider",
+    "SuspendedRunState",
+    "ToolCall",
     "ToolContext",
     "ToolHost",
     "ToolLoadError",
+    "ToolLoop",
+    "ToolLoopResult",
     "ToolResult",
     "ToolSpec",
     "hookimpl",
@@ -49,8 +63,17 @@ __all__ = [
 # name -> module, imported on first attribute access (PEP 562).
 _LAZY: dict[str, str] = {
     "AgentRunPersister": "nr_llm_core.audit",
+    "AnthropicProvider": "nr_llm_core.providers",
+    "ChatMessage": "nr_llm_core.messages",
+    "OpenAIChatProvider": "nr_llm_core.providers",
     "PrivacyLevel": "nr_llm_core.privacy",
+    "ProviderError": "nr_llm_core.errors",
     "RunStepPrivacyFilter": "nr_llm_core.privacy",
+    "ScriptedProvider": "nr_llm_core.providers",
+    "SuspendedRunState": "nr_llm_core.approval",
+    "ToolCall": "nr_llm_core.messages",
+    "ToolLoop": "nr_llm_core.loop",
+    "ToolLoopResult": "nr_llm_core.loop",
 }
 
 

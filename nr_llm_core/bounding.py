@@ -155,22 +155,27 @@ def bound_result(value: object) -> ToolResult | None:
     if type(value) is not ToolResult:
         return None
     try:
-        content = read_str(value.content)
+        raw_content = value.content
         is_error = value.is_error
         artifacts = value.artifacts
     except AttributeError:  # a slot left empty by object.__new__
         return None
-    if content is None or type(is_error) is not bool or type(artifacts) is not tuple:
+    content = raw_content if type(raw_content) is str else read_str(raw_content)
+    if content is None:
         return None
-    if is_error:
-        return ToolResult._build(bound_content(content), True, ())
-    if len(artifacts) * (_ARTIFACT_OBJECT_MIN + 1) > MAX_ARTIFACT_BYTES + 1:
-        bounded: tuple[Artifact, ...] = omitted(REASON_TOO_LARGE)
-    elif any(type(a) is not Artifact for a in artifacts):
+    if type(is_error) is not bool or type(artifacts) is not tuple:
         return None
-    else:
-        bounded = bound_artifacts(artifacts)
-    return ToolResult._build(bound_content(content), False, bounded)
+    bounded: tuple[Artifact, ...] = ()
+    if artifacts and not is_error:
+        if len(artifacts) * (_ARTIFACT_OBJECT_MIN + 1) > MAX_ARTIFACT_BYTES + 1:
+            bounded = omitted(REASON_TOO_LARGE)
+        elif any(type(a) is not Artifact for a in artifacts):
+            return None
+        else:
+            bounded = bound_artifacts(artifacts)
+    if not (content.isascii() and len(content) <= MAX_CONTENT_BYTES):
+        content = bound_content(content)
+    return ToolResult._build(content, is_error, bounded)
 
 
 # -- the walk ---------------------------------------------------------------------------------
@@ -190,6 +195,8 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...
         if budget < 0:
             raise _TOO_LARGE
         label = coerce_utf8(label)
+        if not issubclass(type(artifact.data), dict):  # an artifact's data is a JSON object
+            raise _UNENCODABLE
         data, budget = _walk(artifact.data, 3, budget)
         out.append(Artifact(kind, label, data))
     return tuple(out)

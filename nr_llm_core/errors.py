@@ -2,15 +2,33 @@
 
     NrLlmError
      ├── ToolLoadError        a tool plugin could not be loaded or registered
-     ├── ProviderError        a model provider failed (see nr_llm_core.providers)
+     ├── ProviderError              a model provider failed (see nr_llm_core.providers)
+     │    ├── ProviderAuthError        HTTP 401/403: the key is missing, wrong or not allowed
+     │    ├── ProviderRequestError     another HTTP 4xx: the provider refused the request
+     │    ├── ProviderResponseError    the answer was not a response nr-llm can read
+     │    └── ProviderUnavailableError 429/5xx, timeouts, refused connections, after retries
+     ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
      └── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
+
+Every ``ProviderError`` message is written by nr-llm: it never holds an API key, a URL or a
+response body (at most a short, identifier-shaped error code the provider sent).
 
 A tool's own failures never raise out of ``ToolHost.invoke()``: they become error results.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "NrLlmError", "ToolLoadError"]
+__all__ = [
+    "ApprovalError",
+    "ConfigurationError",
+    "NrLlmError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderRequestError",
+    "ProviderResponseError",
+    "ProviderUnavailableError",
+    "ToolLoadError",
+]
 
 
 class NrLlmError(Exception):
@@ -43,3 +61,34 @@ class ToolLoadError(NrLlmError):
 
 class ConfigurationError(NrLlmError, ValueError):
     """A setting has a value nr-llm cannot use."""
+
+
+class ProviderError(NrLlmError):
+    """A model provider could not produce a completion. ``status`` is the HTTP status when
+    there was one. The tool loop turns it into a ``failed`` run; it never reaches the caller
+    of ``ToolLoop.run()``."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class ProviderAuthError(ProviderError):
+    """Raised on HTTP 401 or 403: the API key is missing, wrong or lacks access."""
+
+
+class ProviderRequestError(ProviderError):
+    """Raised on any other HTTP 4xx (except 429): the provider refused the request."""
+
+
+class ProviderResponseError(ProviderError):
+    """Raised when the answer is not JSON, too large, or lacks the fields of the wire format."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """Raised when 429/5xx answers, timeouts or connection errors outlast every retry."""
+
+
+class ApprovalError(NrLlmError, ValueError):
+    """Raised by ``ToolLoop.resume()`` when the approval does not match the suspended turn
+    (a stale or mismatched digest, an unknown call id, a state that was altered)."""

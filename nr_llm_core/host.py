@@ -14,8 +14,7 @@ import logging
 import os
 import threading
 import traceback
-from collections.abc import Callable, Collection, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, final
 
 import attrs
@@ -30,6 +29,9 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ENV_BLOCK_TOOLS",
     "ENV_DISABLE_AUTOLOAD",
+    "ENV_DISABLE_GROUPS",
+    "ENV_DISABLE_TOOLS",
+    "ENV_ENABLE_TOOLS",
     "ENV_PLUGINS",
     "LoadError",
     "ToolHost",
@@ -44,6 +46,12 @@ ENV_DISABLE_AUTOLOAD: Final = "NR_LLM_DISABLE_PLUGIN_AUTOLOAD"
 ENV_PLUGINS: Final = "NR_LLM_PLUGINS"
 #: Comma-separated tool names never to load (their modules are not even imported).
 ENV_BLOCK_TOOLS: Final = "NR_LLM_BLOCK_TOOLS"
+#: Comma-separated tool names to enable although they are disabled by default.
+ENV_ENABLE_TOOLS: Final = "NR_LLM_ENABLE_TOOLS"
+#: Comma-separated tool names to disable (loaded and listed, but never run).
+ENV_DISABLE_TOOLS: Final = "NR_LLM_DISABLE_TOOLS"
+#: Comma-separated groups to disable; no per-tool enable overrides a disabled group.
+ENV_DISABLE_GROUPS: Final = "NR_LLM_DISABLE_GROUPS"
 
 _HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
 _REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
@@ -68,6 +76,11 @@ class _Tool:
     validate: Callable[[Any], Any]
     distribution: str | None
     plugin: object = attrs.field(repr=False)
+    enabled: bool = False
+
+    @property
+    def takes_context(self) -> bool:
+        return len(self.argnames) > 1
 
 
 def _env_names(var: str) -> frozenset[str]:
@@ -91,6 +104,9 @@ class ToolHost:
     ``ToolHost()`` is empty; :meth:`discover` loads the ``nr_llm.tool`` entry-point group.
     ``enable``/``disable`` switch single tools on or off against their ``enabled_by_default``;
     ``disable_groups`` switches whole groups off, and no per-tool ``enable`` overrides that.
+    Each switch is joined with its environment variable (``NR_LLM_ENABLE_TOOLS``,
+    ``NR_LLM_DISABLE_TOOLS``, ``NR_LLM_DISABLE_GROUPS``), so an operator can switch tools of a
+    host without code; a disable, from either source, always wins over an enable.
     ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
     """
 
@@ -104,16 +120,17 @@ class ToolHost:
     ) -> None:
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ToolHookSpec)
-        self._tools: Mapping[str, _Tool] = MappingProxyType({})
-        self._enabled: Mapping[str, bool] = MappingProxyType({})
+        # The frozen name -> implementation table. It is replaced whole, never changed in
+        # place, so invoke() reads it without a lock.
+        self._table: dict[str, _Tool] = {}
         self._load_errors: list[LoadError] = []
         self._lock = threading.RLock()
         self._importing: str | None = None
         self._reentered = False
         self.timeout = timeout
-        self._enable = frozenset(enable)
-        self._disable = frozenset(disable)
-        self._disable_groups = frozenset(disable_groups)
+        self._enable = frozenset(enable) | _env_names(ENV_ENABLE_TOOLS)
+        self._disable = frozenset(disable) | _env_names(ENV_DISABLE_TOOLS)
+        self._disable_groups = frozenset(disable_groups) | _env_names(ENV_DISABLE_GROUPS)
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -232,19 +249,16 @@ class ToolHost:
         impls = self._check_hookimpls(plugin)
         try:
             self._pm.register(plugin, name=f"{entry_point or 'plugin'}-{id(plugin)}")
-        except ValueError as exc:  # pluggy's PluginValidationError and duplicate registration
+        except (pluggy.PluginValidationError, ValueError) as exc:  # ValueError: already registered
             raise ToolLoadError(_short(str(exc), _MAX_REASON_CHARS)) from None
         try:
             tool = self._build_tool(plugin, impls, entry_point, distribution)
-            if tool.spec.name in self._tools:
+            if tool.spec.name in self._table:
                 raise ToolLoadError(f"tool name {tool.spec.name!r} is already registered")
         except BaseException:
             self._pm.unregister(plugin)
             raise
-        tools = dict(self._tools)
-        tools[tool.spec.name] = tool
-        self._tools = MappingProxyType(tools)
-        self._recompute_enabled()
+        self._publish({**self._table, tool.spec.name: tool})
         return tool.spec.name
 
     def _check_hookimpls(self, plugin: object) -> dict[str, str]:
@@ -326,42 +340,44 @@ class ToolHost:
 
     def names(self) -> list[str]:
         """Names of every registered tool, sorted."""
-        return sorted(self._tools)
+        return sorted(self._table)
 
     def specs(self) -> list[ToolSpec]:
         """Specs of every registered tool, sorted by name."""
-        return [self._tools[name].spec for name in sorted(self._tools)]
+        return [self._table[name].spec for name in sorted(self._table)]
 
     def spec(self, name: str) -> ToolSpec:
         """The spec of one registered tool (``KeyError`` when there is none)."""
-        return self._tools[name].spec
+        return self._table[name].spec
 
     def distribution(self, name: str) -> str | None:
         """The distribution a tool was loaded from (``None`` when registered in code)."""
-        return self._tools[name].distribution
+        return self._table[name].distribution
 
     def is_enabled(self, name: str) -> bool:
         """Whether a registered tool is enabled under this host's switches."""
-        return self._enabled.get(name, False)
+        tool = self._table.get(name)
+        return tool is not None and tool.enabled
 
     def permitted(self, allowed: Collection[str] | None = None) -> list[str]:
         """The tools a run with this allow-list may call: enabled, and named when ``allowed``."""
         return [
             name
-            for name in sorted(self._tools)
-            if self._enabled[name] and (allowed is None or name in allowed)
+            for name in sorted(self._table)
+            if self._table[name].enabled and (allowed is None or name in allowed)
         ]
 
-    def _recompute_enabled(self) -> None:
-        enabled = {}
-        for name, tool in self._tools.items():
-            if tool.spec.group in self._disable_groups or name in self._disable:
-                enabled[name] = False
-            elif name in self._enable:
-                enabled[name] = True
-            else:
-                enabled[name] = tool.spec.enabled_by_default
-        self._enabled = MappingProxyType(enabled)
+    def _publish(self, table: dict[str, _Tool]) -> None:
+        """Apply the enable switches and replace the table in one assignment."""
+        self._table = {
+            name: attrs.evolve(tool, enabled=self._switched_on(tool.spec))
+            for name, tool in table.items()
+        }
+
+    def _switched_on(self, spec: ToolSpec) -> bool:
+        if spec.group in self._disable_groups or spec.name in self._disable:
+            return False  # a disabled group is never re-enabled by a per-tool switch
+        return spec.name in self._enable or spec.enabled_by_default
 
     # -- the seam -----------------------------------------------------------------------------
 
@@ -382,10 +398,10 @@ class ToolHost:
         model gets a generic text), a return value that is not a ``ToolResult``; each is an
         error result. Otherwise both channels are bounded. Never raises for a tool's fault.
         """
-        tool = self._tools.get(name) if type(name) is str else None
+        tool = self._table.get(name) if type(name) is str else None
         if tool is None:
             return ToolResult.error(f'Error: unknown tool "{_display_name(name)}"')
-        if not self._enabled[name] or (allowed is not None and name not in allowed):
+        if not tool.enabled or (allowed is not None and name not in allowed):
             return ToolResult.error(f'Error: tool "{name}" not permitted')
         if type(arguments) is not dict:
             return _invalid_arguments(name, "arguments must be a JSON object")
@@ -395,10 +411,12 @@ class ToolHost:
             return _invalid_arguments(name, getattr(exc, "message", None) or "schema mismatch")
         limit = self.timeout if timeout is None else timeout
         try:
-            if limit is None:
+            if limit is not None:
+                value = _call_with_timeout(tool, arguments, context, limit)
+            elif tool.takes_context:
                 value = _call(tool, arguments, context)
             else:
-                value = _call_with_timeout(tool, arguments, context, limit)
+                value = tool.execute(arguments)
         except _TimedOut:
             logger.error("tool %r did not return within %s s; its thread is abandoned", name, limit)
             return ToolResult.error(f'Error: tool "{name}" timed out.')
@@ -452,10 +470,9 @@ def _invalid_arguments(name: str, reason: object) -> ToolResult:
 
 
 def _call(tool: _Tool, arguments: dict[str, Any], context: ToolContext | None) -> object:
-    names = tool.argnames
-    if len(names) == 1:
+    if not tool.takes_context:
         return tool.execute(arguments)
-    if names[0] == "arguments":
+    if tool.argnames[0] == "arguments":
         return tool.execute(arguments, context)
     return tool.execute(context, arguments)
 

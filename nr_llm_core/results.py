@@ -58,8 +58,8 @@ _DATA_CLASS_RANK: Final = {
 }
 
 
-def _frozen(self: object, name: str, value: object) -> NoReturn:
-    raise AttributeError(f"{type(self).__name__} is frozen; cannot set {name!r}")
+def _frozen(self: object, name: str, value: object = None) -> NoReturn:
+    raise AttributeError(f"{type(self).__name__} is frozen; cannot change {name!r}")
 
 
 def _require_str(value: object, what: str) -> str:
@@ -92,7 +92,7 @@ class Artifact:
         object.__setattr__(self, "data", data)
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @classmethod
     def table(cls, label: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Artifact:
@@ -145,7 +145,7 @@ class ToolResult:
         raise TypeError("build a ToolResult with ToolResult.text(...) or ToolResult.error(...)")
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @classmethod
     def _build(cls, content: str, is_error: bool, artifacts: tuple[Artifact, ...]) -> ToolResult:
@@ -162,12 +162,12 @@ class ToolResult:
         for a in artifacts:
             if not isinstance(a, Artifact):
                 raise TypeError(f"artifacts must be Artifact values, not {type(a).__name__}")
-        return cls._build(content, False, artifacts)
+        return ToolResult._build(content, False, artifacts)
 
     @classmethod
     def error(cls, content: str) -> ToolResult:
         """A failed call: ``content`` tells the model what went wrong. Carries no artifacts."""
-        return cls._build(_require_str(content, "content"), True, ())
+        return ToolResult._build(_require_str(content, "content"), True, ())
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not ToolResult:
@@ -191,6 +191,12 @@ class ToolResult:
 
     def __format__(self, spec: str) -> str:
         return format(repr(self), spec)
+
+
+_new_result: Final = object.__new__
+_set_content: Final = ToolResult.__dict__["content"].__set__
+_set_is_error: Final = ToolResult.__dict__["is_error"].__set__
+_set_artifacts: Final = ToolResult.__dict__["artifacts"].__set__
 
 
 def _empty_object_schema() -> dict[str, Any]:
@@ -252,7 +258,7 @@ class ToolSpec:
         set_(self, "requires_approval", bool(requires_approval))
 
     __setattr__ = _frozen
-    __delattr__ = _frozen  # type: ignore[assignment]  # deleting a slot is setting it too
+    __delattr__ = _frozen
 
     @property
     def effective_data_class(self) -> DataClass:

@@ -111,8 +111,10 @@ class RunStep:
         thinking: str | None = None,
         raw: Any = None,
         usage: Mapping[str, int] | None = None,
+        notes: Sequence[str] = (),
     ) -> RunStep:
-        """What the provider answered: text, requested tool calls, token usage."""
+        """What the provider answered: text, requested tool calls, token usage, and ``notes``
+        (host words about the answer, such as tool calls that could not be kept)."""
         fields: dict[str, Any] = {"content": content or ""}
         if thinking is not None:
             fields["thinking"] = thinking
@@ -121,6 +123,8 @@ class RunStep:
             fields["raw"] = raw
         if usage is not None:
             fields["usage"] = dict(usage)
+        if notes:
+            fields["notes"] = list(notes)
         return cls(kind=StepKind.LLM, round=round, duration_ms=duration_ms, fields=fields)
 
     @classmethod

@@ -1,0 +1,161 @@
+"""Human approval: the state a suspended run keeps, and the digest that binds a decision.
+
+When the model calls a tool whose spec ``requires_approval``, the tool loop stops before any
+call of that turn runs and returns a :class:`SuspendedRunState`. It holds message content
+strings and the pending calls only: artifacts are display and audit data, not resumable state,
+and there is no field for them. Its :attr:`~SuspendedRunState.digest` is a SHA-256 over every
+other field, so an approval given for one pending turn cannot be applied to another, and a
+state altered after it was saved is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final, final
+
+import attrs
+import cattrs
+
+from nr_llm_core.encoding import decode_json, encode_json_str
+from nr_llm_core.errors import ApprovalError
+from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.providers.base import Usage
+
+__all__ = ["STATE_VERSION", "SuspendedRunState", "decisions_for"]
+
+#: Bumped when the saved shape changes; a state of another version is refused.
+STATE_VERSION: Final = 1
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if type(value) is not int:
+        raise TypeError(f"expected an int, not {type(value).__name__}")
+    return value
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if type(value) is not str:
+        raise TypeError(f"expected a str, not {type(value).__name__}")
+    return value
+
+
+def _converter() -> cattrs.Converter:
+    # cattrs coerces by default ("3" -> 3, 1 -> "1"); a saved state is read strictly.
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_unstructure_hook(ChatMessage, lambda m: m.to_dict())
+    conv.register_structure_hook(ChatMessage, lambda d, _: ChatMessage.from_dict(d))
+    conv.register_unstructure_hook(ToolCall, lambda c: c.to_dict())
+    conv.register_structure_hook(ToolCall, lambda d, _: ToolCall.from_dict(d))
+    return conv
+
+
+_CONVERTER: Final = _converter()
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SuspendedRunState:
+    """A run waiting for a human decision on the tool calls of its last assistant turn.
+
+    ``messages`` ends with that assistant turn; ``pending`` are its calls, in order;
+    ``needs_approval`` names the ids of the calls whose tool requires approval (the others run
+    on resume without a decision). ``iterations`` counts completions so far, ``tool_rounds``
+    the rounds of tool calls already answered; ``allowed`` is the run's allow-list (``None``
+    for no narrowing). Serialise with :meth:`to_dict` / :meth:`to_json`.
+    """
+
+    run_id: str
+    messages: tuple[ChatMessage, ...]
+    pending: tuple[ToolCall, ...]
+    needs_approval: tuple[str, ...]
+    iterations: int
+    tool_rounds: int
+    usage: Usage
+    allowed: tuple[str, ...] | None
+    digest: str = attrs.field(default="")
+    version: int = STATE_VERSION
+
+    @classmethod
+    def create(cls, **fields: Any) -> SuspendedRunState:
+        """A state with its digest computed (``fields`` are every attribute but ``digest``)."""
+        state = cls(**fields)
+        return attrs.evolve(state, digest=state.compute_digest())
+
+    def compute_digest(self) -> str:
+        """SHA-256 (hex) of a canonical JSON form of every field except ``digest``."""
+        body = self.to_dict()
+        body.pop("digest")
+        canonical = json.dumps(
+            body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        )
+        return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+    def verify(self) -> None:
+        """Raise :class:`ApprovalError` unless the digest matches the content."""
+        if self.version != STATE_VERSION:
+            raise ApprovalError(f"suspended state version {self.version} is not supported")
+        if self.digest != self.compute_digest():
+            raise ApprovalError("the suspended state does not match its digest (altered?)")
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.tool_calls != self.pending:
+            raise ApprovalError("the pending calls are not the last assistant turn's calls")
+        if not set(self.needs_approval) <= {c.id for c in self.pending}:
+            raise ApprovalError("needs_approval names a call that is not pending")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (what a persister stores)."""
+        out: dict[str, Any] = _CONVERTER.unstructure(self)
+        return out
+
+    def to_json(self) -> str:
+        """The state as compact JSON text."""
+        return encode_json_str(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SuspendedRunState:
+        """Read a stored state strictly; :class:`ApprovalError` when it is malformed."""
+        try:
+            state = _CONVERTER.structure(dict(data), cls)
+        except Exception as exc:
+            detail = (
+                "; ".join(cattrs.transform_error(exc))
+                if isinstance(exc, cattrs.BaseValidationError)
+                else type(exc).__name__
+            )
+            raise ApprovalError(f"not a valid suspended run state: {detail[:300]}") from None
+        return state
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SuspendedRunState:
+        """Inverse of :meth:`to_json`."""
+        try:
+            data = decode_json(text)
+        except (ValueError, RecursionError):
+            raise ApprovalError("not a valid suspended run state: not JSON") from None
+        if type(data) is not dict:
+            raise ApprovalError("not a valid suspended run state: not a JSON object")
+        return cls.from_dict(data)
+
+
+def decisions_for(state: SuspendedRunState, approved: bool | Mapping[str, bool]) -> dict[str, bool]:
+    """call id -> approved for every call in ``needs_approval``.
+
+    ``approved`` is one ``bool`` for all, or a mapping; a call the mapping leaves out is
+    refused (fail closed); an id that is not pending, or a value that is not a ``bool``, is an
+    :class:`ApprovalError`.
+    """
+    if type(approved) is bool:
+        return dict.fromkeys(state.needs_approval, approved)
+    if not isinstance(approved, Mapping):
+        raise TypeError("approved must be a bool or a mapping of call id -> bool")
+    pending = {c.id for c in state.pending}
+    for call_id, value in approved.items():
+        if call_id not in pending:
+            raise ApprovalError(f"no pending call has the id {str(call_id)[:80]!r}")
+        if type(value) is not bool:
+            raise ApprovalError("every approval decision must be True or False")
+    return {call_id: approved.get(call_id, False) for call_id in state.needs_approval}

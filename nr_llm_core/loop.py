@@ -1,0 +1,436 @@
+"""The tool loop: completion → tool calls → ``ToolHost.invoke()`` → tool results → completion.
+
+Only a result's ``content`` re-enters the conversation, through
+:meth:`ChatMessage.tool_result`; artifacts go to the :class:`RunTrace` alone. What is offered
+to the provider is the host's enabled tools, narrowed by the caller's allow-list and by the
+provider's trust zone (a tool whose data class exceeds the zone's ceiling is not offered), and
+every call is checked against that offer again when it runs. Provider faults end the run as
+``failed`` with a host-worded reason; they never raise to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
+
+from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.errors import ApprovalError, ProviderError
+from nr_llm_core.hooks import ToolContext
+from nr_llm_core.host import ToolHost
+from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
+from nr_llm_core.results import ToolResult, ToolSpec
+from nr_llm_core.run_result import RunRecorder, TerminationReason, ToolLoopResult
+from nr_llm_core.trace import RunStep, RunTrace, StepListener, ToolInvocation
+
+__all__ = [
+    "DEFAULT_MAX_ITERATIONS",
+    "MAX_ITERATIONS_CAP",
+    "RunRecorder",
+    "TerminationReason",
+    "ToolLoop",
+    "ToolLoopResult",
+]
+
+logger = logging.getLogger("nr_llm.loop")
+
+DEFAULT_MAX_ITERATIONS: Final = 5
+#: Any requested ``max_iterations`` is clamped to this.
+MAX_ITERATIONS_CAP: Final = 20
+_MAX_REASON_CHARS: Final = 300
+
+
+@attrs.define(kw_only=True)
+class _Run:
+    run_id: str
+    trace: RunTrace
+    messages: list[ChatMessage]
+    allowed: tuple[str, ...] | None
+    iterations: int = 0
+    tool_rounds: int = 0
+    usage: Usage = attrs.field(factory=Usage)
+    invocations: list[ToolInvocation] = attrs.field(factory=list)
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 1] + "…"
+
+
+def _clamp_iterations(value: int) -> int:
+    if type(value) is not int:
+        raise TypeError("max_iterations must be an int")
+    return max(1, min(value, MAX_ITERATIONS_CAP))
+
+
+def _allow_list(allowed: Collection[str] | None) -> tuple[str, ...] | None:
+    if allowed is None:
+        return None
+    if isinstance(allowed, str):  # "a,b" would be read as the characters a, ",", b
+        raise TypeError("allowed must be a collection of tool names, not a str")
+    names = tuple(sorted(set(allowed)))
+    for name in names:
+        if type(name) is not str:
+            raise TypeError("allowed must hold tool names (str)")
+    return names
+
+
+@final
+class ToolLoop:
+    """Runs a conversation against ``provider`` with the tools of ``host``.
+
+    ``max_iterations`` (default 5, clamped to 1..20) bounds the rounds of tool calls; when the
+    model still asks for tools after that, one final completion is requested without tools and
+    the result is ``truncated``. ``token_budget`` (input + output tokens, summed over the run)
+    stops a run that asks for more tools after spending it. ``tool_timeout`` is the per-call
+    limit passed to the host. ``persister`` (a :class:`RunRecorder`) receives every step and
+    suspended state; ``privacy`` is the level the persister applies, passed to it in ``begin``
+    meta. ``trace_listeners`` are called with every step, unfiltered.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        host: ToolHost,
+        *,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        privacy: object | None = None,
+        persister: RunRecorder | None = None,
+        trace_listeners: Iterable[StepListener] = (),
+        token_budget: int | None = None,
+        tool_timeout: float | None = None,
+    ) -> None:
+        self.provider = provider
+        self.host = host
+        self.max_iterations = _clamp_iterations(max_iterations)
+        self.privacy = privacy
+        self.persister = persister
+        self.trace_listeners = tuple(trace_listeners)
+        if token_budget is not None and (type(token_budget) is not int or token_budget < 1):
+            raise ValueError("token_budget must be a positive int or None")
+        self.token_budget = token_budget
+        self.tool_timeout = tool_timeout
+
+    # -- what is offered ----------------------------------------------------------------------
+
+    def offer(self, allowed: Collection[str] | None = None) -> tuple[ToolSpec, ...]:
+        """The specs a run with ``allowed`` offers: enabled, allowed, and within the
+        provider's trust-zone ceiling (undeclared data class = secret-adjacent)."""
+        ceiling = zone_of(self.provider).ceiling.rank
+        specs = (self.host.spec(name) for name in self.host.permitted(allowed))
+        return tuple(s for s in specs if s.effective_data_class.rank <= ceiling)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(
+        self, messages: Sequence[ChatMessage] | str, *, allowed: Collection[str] | None = None
+    ) -> ToolLoopResult:
+        """Run the conversation to an answer, a failure, or a pause for approval.
+
+        ``messages`` is a sequence of :class:`ChatMessage` (or one prompt string, sent as a
+        user message); ``allowed`` narrows the tools offered (``None``: every enabled tool).
+        """
+        if isinstance(messages, str):
+            messages = [ChatMessage.user(messages)]
+        msgs = list(messages)
+        if not msgs:
+            raise ValueError("a run needs at least one message")
+        for m in msgs:
+            if type(m) is not ChatMessage:
+                raise TypeError(f"messages must be ChatMessage values, not {type(m).__name__}")
+        allow = _allow_list(allowed)
+        run_id = self._begin()
+        run = _Run(run_id=run_id, trace=self._trace(run_id), messages=msgs, allowed=allow)
+        return self._drive(run)
+
+    def resume(
+        self,
+        state: SuspendedRunState | str,
+        *,
+        approved: bool | Mapping[str, bool],
+        digest: str | None = None,
+    ) -> ToolLoopResult:
+        """Continue a suspended run with a human decision.
+
+        ``state`` is the :class:`SuspendedRunState` (or a run id, loaded from the persister;
+        with a persister, a state passed in must also be the one the persister holds).
+        ``approved`` is one bool for every call that needs approval, or a mapping call id →
+        bool (a call left out is refused). ``digest`` is the digest the approver was shown;
+        when given it must equal the state's. The gate is applied again (a tool no longer
+        offered is not permitted); approved calls run, refused ones are answered with a
+        refusal text; then the loop continues. Raises :class:`ApprovalError` for a stale or
+        mismatched digest, an altered state, or an unknown call id.
+        """
+        if isinstance(state, str):
+            state = self._load(state)
+        elif type(state) is not SuspendedRunState:
+            raise TypeError("state must be a SuspendedRunState or a run id")
+        elif self.persister is not None:
+            # With a store, its copy is the one that is waiting: an approval cannot be replayed
+            # on a run that was already resumed, or applied to a turn that has changed.
+            stored = self.persister.load_suspended(state.run_id)
+            if stored is None:
+                raise ApprovalError(f"run {state.run_id[:80]!r} is not waiting for approval")
+            if stored.get("digest") != state.digest:
+                raise ApprovalError("stale approval: the run's pending turn has changed")
+        state.verify()
+        if digest is not None and digest != state.digest:
+            raise ApprovalError("stale approval: the digest does not match the pending turn")
+        decisions = decisions_for(state, approved)
+        run = _Run(
+            run_id=state.run_id,
+            trace=self._trace(state.run_id),
+            messages=list(state.messages),
+            allowed=state.allowed,
+            iterations=state.iterations,
+            tool_rounds=state.tool_rounds,
+            usage=state.usage,
+        )
+        run.trace.record(
+            RunStep.approval(round=state.iterations, decisions=decisions, digest=state.digest)
+        )
+        offered = frozenset(s.name for s in self.offer(run.allowed))
+        refused: set[str] = set()
+        for call in state.pending:
+            # Fail closed: a call needs an explicit yes if its tool requires approval now,
+            # even if it did not when the run was suspended.
+            needs = call.id in state.needs_approval or (
+                call.name in offered and self.host.spec(call.name).requires_approval
+            )
+            if needs and decisions.get(call.id) is not True:
+                refused.add(call.id)
+        self._answer(run, state.pending, offered, refused)
+        run.tool_rounds += 1
+        return self._drive(run)
+
+    def _drive(self, run: _Run) -> ToolLoopResult:
+        offer = self.offer(run.allowed)
+        offered = frozenset(s.name for s in offer)
+        while True:
+            at_cap = bool(offer) and run.tool_rounds >= self.max_iterations
+            tools = () if at_cap else offer
+            completion = self._complete(run, tools)
+            if isinstance(completion, str):
+                return self._finish(run, TerminationReason.FAILED, "", error=completion)
+            text = completion.content
+            if not tools or not completion.tool_calls:
+                # With nothing offered, tool calls the model makes anyway are not answered.
+                run.messages.append(ChatMessage.assistant(text))
+                reason = TerminationReason.MAX_ITERATIONS if at_cap else TerminationReason.COMPLETED
+                return self._finish(run, reason, text, truncated=at_cap)
+            calls = completion.tool_calls
+            run.messages.append(ChatMessage.assistant_tool_calls(calls, text=text or None))
+            if self.token_budget is not None and run.usage.total >= self.token_budget:
+                for call in calls:
+                    run.messages.append(
+                        ChatMessage.tool_result(call.id, "Not run: the token budget is spent.")
+                    )
+                return self._finish(run, TerminationReason.BUDGET_EXHAUSTED, text)
+            needing = tuple(
+                c.id
+                for c in calls
+                if c.name in offered and self.host.spec(c.name).requires_approval
+            )
+            if needing:
+                return self._suspend(run, calls, needing, text)
+            self._answer(run, calls, offered, set())
+            run.tool_rounds += 1
+
+    def _complete(self, run: _Run, tools: Sequence[ToolSpec]) -> Completion | str:
+        """The next completion, or the host-worded reason the provider failed."""
+        round_no = run.iterations + 1
+        run.trace.record(
+            RunStep.request(round=round_no, messages=[m.to_dict() for m in run.messages])
+        )
+        started = time.perf_counter()
+        reason: str | None = None
+        completion: Any = None
+        try:
+            completion = self.provider.complete(tuple(run.messages), tuple(tools))
+        except ProviderError as exc:
+            # Our adapters write these messages in host words (no key, URL or body).
+            reason = _bounded(f"provider error: {exc}")
+        except Exception as exc:
+            logger.exception("provider %s raised", type(self.provider).__name__)
+            reason = f"provider error: the provider raised {type(exc).__name__}"
+        else:
+            if not _valid_completion(completion):
+                reason = "provider error: the provider returned an invalid completion"
+        run.iterations += 1
+        elapsed = (time.perf_counter() - started) * 1000
+        if reason is not None:
+            run.trace.record(RunStep.error(round=round_no, reason=reason, duration_ms=elapsed))
+            return reason
+        assert isinstance(completion, Completion)  # narrowed by _valid_completion
+        run.usage = run.usage + completion.usage
+        notes = []
+        if completion.dropped_tool_calls:
+            notes.append(f"dropped {completion.dropped_tool_calls} tool call(s) without a name")
+        if completion.tool_calls and not tools:
+            notes.append("tool calls not answered: no tools were offered")
+        run.trace.record(
+            RunStep.llm(
+                round=round_no,
+                duration_ms=elapsed,
+                content=completion.content,
+                requested_tool_calls=[c.to_dict() for c in completion.tool_calls],
+                usage=completion.usage.to_dict(),
+                notes=notes,
+            )
+        )
+        return completion
+
+    def _answer(
+        self, run: _Run, calls: Sequence[ToolCall], offered: frozenset[str], refused: set[str]
+    ) -> None:
+        """Answer every call of a turn: run it through the host, or say why it did not run."""
+        round_no = run.iterations
+        for call in calls:
+            started = time.perf_counter()
+            result: ToolResult
+            if call.name not in offered:
+                # The host words it: unknown tool, or not permitted.
+                result = self.host.invoke(call.name, {}, allowed=offered)
+            elif call.id in refused:
+                result = ToolResult.error(
+                    f'Error: the user did not approve the call to "{call.name}".'
+                )
+            elif call.arguments_error is not None:
+                result = ToolResult.error(
+                    f'Error: invalid arguments for tool "{call.name}": {call.arguments_error}'
+                )
+            else:
+                result = self.host.invoke(
+                    call.name,
+                    call.arguments,
+                    allowed=offered,
+                    context=ToolContext(run_id=run.run_id, call_id=call.id, round=round_no),
+                    timeout=self.tool_timeout,
+                )
+            run.messages.append(ChatMessage.tool_result(call.id, result.content))
+            invocation = ToolInvocation(
+                name=call.name, arguments=call.arguments, result=result, call_id=call.id
+            )
+            run.invocations.append(invocation)
+            elapsed = (time.perf_counter() - started) * 1000
+            run.trace.record(
+                RunStep.tool(round=round_no, duration_ms=elapsed, invocation=invocation)
+            )
+
+    def _suspend(
+        self, run: _Run, calls: tuple[ToolCall, ...], needing: tuple[str, ...], text: str
+    ) -> ToolLoopResult:
+        state = SuspendedRunState.create(
+            run_id=run.run_id,
+            messages=tuple(run.messages),
+            pending=calls,
+            needs_approval=needing,
+            iterations=run.iterations,
+            tool_rounds=run.tool_rounds,
+            usage=run.usage,
+            allowed=run.allowed,
+        )
+        if self.persister is not None:
+            try:
+                self.persister.suspend(run.run_id, state.to_dict())
+            except Exception:
+                logger.exception("the persister could not store suspended run %s", run.run_id)
+        return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
+
+    def _finish(
+        self,
+        run: _Run,
+        reason: TerminationReason,
+        content: str,
+        *,
+        truncated: bool = False,
+        error: str | None = None,
+    ) -> ToolLoopResult:
+        if self.persister is not None:
+            status = "failed" if reason is TerminationReason.FAILED else "completed"
+            try:
+                self.persister.settle(
+                    run.run_id,
+                    status,
+                    termination_reason=reason.value,
+                    iterations=run.iterations,
+                    truncated=truncated,
+                    usage=run.usage.to_dict(),
+                )
+            except Exception:
+                logger.exception("the persister could not settle run %s", run.run_id)
+        return self._result(run, reason, content, truncated=truncated, error=error)
+
+    def _result(
+        self,
+        run: _Run,
+        reason: TerminationReason,
+        content: str,
+        *,
+        truncated: bool = False,
+        error: str | None = None,
+        suspended: SuspendedRunState | None = None,
+    ) -> ToolLoopResult:
+        return ToolLoopResult(
+            content=content,
+            invocations=tuple(run.invocations),
+            iterations=run.iterations,
+            truncated=truncated,
+            termination_reason=reason,
+            suspended=suspended,
+            run_id=run.run_id,
+            usage=run.usage,
+            error=error,
+            messages=tuple(run.messages),
+            trace=run.trace,
+        )
+
+    # -- the persister ------------------------------------------------------------------------
+
+    def _begin(self) -> str:
+        if self.persister is None:
+            return uuid.uuid4().hex
+        meta: dict[str, Any] = {"provider": type(self.provider).__name__}
+        if self.privacy is not None:
+            meta["privacy"] = str(getattr(self.privacy, "value", self.privacy))
+        try:
+            return self.persister.begin(None, meta=meta)
+        except Exception:
+            logger.exception("the persister could not open a run; continuing unrecorded")
+            return uuid.uuid4().hex
+
+    def _trace(self, run_id: str) -> RunTrace:
+        listeners = list(self.trace_listeners)
+        persister = self.persister
+        if persister is not None:
+
+            def record(trace: RunTrace, step: RunStep) -> None:
+                persister.record_step(trace.run_id, step)
+
+            listeners.append(record)
+        return RunTrace(run_id, listeners)
+
+    def _load(self, run_id: str) -> SuspendedRunState:
+        if self.persister is None:
+            raise ApprovalError("resuming by run id needs a persister")
+        data = self.persister.load_suspended(run_id)
+        if data is None:
+            raise ApprovalError(f"run {run_id[:80]!r} is not waiting for approval")
+        state = SuspendedRunState.from_dict(data)
+        if state.run_id != run_id:
+            raise ApprovalError("the stored state belongs to another run")
+        return state
+
+
+def _valid_completion(value: object) -> bool:
+    return (
+        type(value) is Completion
+        and type(value.content) is str
+        and type(value.tool_calls) is tuple
+        and all(type(c) is ToolCall for c in value.tool_calls)
+        and type(value.usage) is Usage
+    )

@@ -1,0 +1,178 @@
+"""The Anthropic Messages API wire (``/v1/messages``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Final, final
+
+from nr_llm_core.errors import ProviderResponseError
+from nr_llm_core.messages import ChatMessage, Role
+from nr_llm_core.providers._http import JsonPoster
+from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
+from nr_llm_core.providers.base import Completion, TrustZone, Usage
+from nr_llm_core.results import ToolSpec
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_messages", "anthropic_tools"]
+
+ENV_API_KEY: Final = "ANTHROPIC_API_KEY"
+ANTHROPIC_VERSION: Final = "2023-06-01"
+
+
+def anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The ``tools`` array, built only from :meth:`ToolSpec.to_wire`."""
+    out = []
+    for spec in tools:
+        wire = spec.to_wire()
+        out.append(
+            {
+                "name": wire["name"],
+                "description": wire["description"],
+                "input_schema": wire["parameters"],
+            }
+        )
+    return out
+
+
+def anthropic_messages(
+    messages: Sequence[ChatMessage],
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system, messages)``: system messages hoisted into one top-level string; assistant
+    tool calls as ``tool_use`` blocks; tool answers as ``tool_result`` blocks in a user turn;
+    consecutive turns of one role merged (so consecutive tool results share one user turn)."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        blocks: list[dict[str, Any]] = []
+        if m.role is Role.SYSTEM:
+            if m.content:
+                system.append(m.content)
+            continue
+        if m.role is Role.TOOL:
+            role = "user"
+            blocks.append(
+                {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            )
+        else:
+            role = m.role.value
+            if m.content:  # the API refuses empty text blocks
+                blocks.append({"type": "text", "text": m.content})
+            blocks.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in m.tool_calls
+            )
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return ("\n\n".join(system) if system else None), turns
+
+
+def _int(value: object) -> int:
+    return value if type(value) is int and value >= 0 else 0
+
+
+@final
+class AnthropicProvider:
+    """A provider on the Anthropic Messages API over httpx.
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
+    ``max_tokens`` bounds each answer. Retries, timeouts and errors behave as for
+    :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is ``external``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str = "https://api.anthropic.com",
+        *,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        max_retry_after: float = 30.0,
+        trust_zone: TrustZone | str = TrustZone.EXTERNAL,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_tokens = max_tokens
+        self._api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
+        self.trust_zone = TrustZone(trust_zone)
+        self._poster = JsonPoster(
+            what="the Anthropic provider",
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+        )
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"AnthropicProvider(model={self.model!r}, api_key=<{key}>)"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._poster.close()
+
+    def __enter__(self) -> AnthropicProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request_body(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`complete` sends (no ``tools`` key when none are offered)."""
+        system, turns = anthropic_messages(messages)
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if system is not None:
+            body["system"] = system
+        body["messages"] = turns
+        if tools:
+            body["tools"] = anthropic_tools(tools)
+        return body
+
+    def complete(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Completion:
+        """One ``/v1/messages`` request; raises a ``ProviderError`` subclass on failure."""
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        data = self._poster.post(
+            f"{self.base_url}/v1/messages", headers, self.request_body(messages, tools)
+        )
+        return parse_anthropic_response(data)
+
+
+def parse_anthropic_response(data: dict[str, Any]) -> Completion:
+    """A :class:`Completion` from a decoded Messages API response."""
+    content = data.get("content")
+    if type(content) is not list:
+        raise ProviderResponseError("the Anthropic provider sent no content")
+    texts: list[str] = []
+    raws: list[RawCall] = []
+    for block in content:
+        if type(block) is not dict:
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(clean_text(block.get("text")))
+        elif kind == "tool_use":
+            raws.append(RawCall(block.get("id"), block.get("name"), block.get("input")))
+    calls, dropped = keep_tool_calls(raws)
+    usage = data.get("usage")
+    usage = usage if type(usage) is dict else {}
+    return Completion(
+        content="".join(texts),
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+        ),
+        dropped_tool_calls=dropped,
+    )

@@ -1,0 +1,95 @@
+"""What a tool-loop run produces, and where it is recorded.
+
+:class:`ToolLoopResult` and :class:`TerminationReason` are what ``ToolLoop.run()`` and
+``ToolLoop.resume()`` return; :class:`RunRecorder` is the interface of an audit store that
+receives every step (``AgentRunPersister`` implements it).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Protocol, final
+
+import attrs
+
+from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.messages import ChatMessage
+from nr_llm_core.providers.base import Usage
+from nr_llm_core.trace import RunStep, RunTrace, ToolInvocation
+
+__all__ = ["RunRecorder", "TerminationReason", "ToolLoopResult"]
+
+
+class TerminationReason(enum.StrEnum):
+    """Why a run ended (or paused)."""
+
+    COMPLETED = "completed"
+    MAX_ITERATIONS = "max_iterations"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    FAILED = "failed"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+class RunRecorder(Protocol):
+    """What the loop needs from an audit store (``AgentRunPersister`` implements it).
+
+    ``record_step`` applies the store's privacy filter and never raises. ``settle`` is called
+    once when a run ends, with status ``completed`` or ``failed``; a suspended run is handed
+    to ``suspend`` instead and settled after it is resumed.
+    """
+
+    def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
+        """Open a run and return its id."""
+        ...
+
+    def record_step(self, run_id: str, step: RunStep) -> bool:
+        """Store one step (filtered); ``False`` when it could not be stored."""
+        ...
+
+    def settle(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        termination_reason: str,
+        iterations: int,
+        truncated: bool,
+        usage: Mapping[str, int],
+    ) -> None:
+        """Close a run."""
+        ...
+
+    def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+        """Store a suspended run's state (``SuspendedRunState.to_dict()``)."""
+        ...
+
+    def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
+        """The stored state of a suspended run, or ``None``."""
+        ...
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolLoopResult:
+    """The outcome of :meth:`ToolLoop.run` or :meth:`ToolLoop.resume`.
+
+    ``content`` is the final answer (``""`` when the run failed or is suspended with no text);
+    ``invocations`` the tool calls answered in this call of ``run``/``resume``; ``iterations``
+    the completions requested in the whole run; ``truncated`` is true when the round cap forced
+    a final answer without tools; ``error`` is the host-worded reason of a failed run;
+    ``suspended`` holds the state to resume when ``termination_reason`` is
+    ``awaiting_approval``; ``messages`` is the conversation; ``trace`` the run's trace.
+    """
+
+    content: str
+    invocations: tuple[ToolInvocation, ...]
+    iterations: int
+    truncated: bool
+    termination_reason: TerminationReason
+    suspended: SuspendedRunState | None
+    run_id: str
+    usage: Usage
+    error: str | None = None
+    messages: tuple[ChatMessage, ...] = attrs.field(default=(), repr=False)
+    trace: RunTrace | None = attrs.field(default=None, repr=False, eq=False)

@@ -1,0 +1,27 @@
+"""Build results and artifacts the way a hostile plugin could: around the factories' checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nr_llm_core import Artifact, ArtifactType, ToolResult
+
+_MISSING = object()
+
+
+def forged_artifact(data: Any, *, label: Any = "label", type: Any = ArtifactType.TEXT) -> Artifact:
+    artifact = object.__new__(Artifact)
+    object.__setattr__(artifact, "type", type)
+    object.__setattr__(artifact, "label", label)
+    object.__setattr__(artifact, "data", data)
+    return artifact
+
+
+def forged_result(
+    content: Any = "ok", *, is_error: Any = False, artifacts: Any = (), omit: str | None = None
+) -> ToolResult:
+    result = object.__new__(ToolResult)
+    for name, value in (("content", content), ("is_error", is_error), ("artifacts", artifacts)):
+        if name != omit:
+            object.__setattr__(result, name, value)
+    return result

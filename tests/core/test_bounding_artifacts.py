@@ -1,0 +1,522 @@
+"""The artifact walk: every row of ADVERSARIAL.md about artifacts, pinned."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import math
+import tracemalloc
+import uuid
+from typing import Any
+
+import pytest
+
+from nr_llm_core import MAX_ARTIFACT_BYTES, MAX_ARTIFACT_DEPTH, Artifact, ArtifactType, ToolResult
+from nr_llm_core.bounding import (
+    ARTIFACTS_OMITTED_LABEL,
+    INT_MAX,
+    INT_MIN,
+    REASON_TOO_LARGE,
+    REASON_UNENCODABLE,
+    bound_result,
+)
+from nr_llm_core.encoding import encode_json
+
+from .forge import forged_artifact, forged_result
+
+UNENCODABLE = [
+    {"type": "text", "label": ARTIFACTS_OMITTED_LABEL, "data": {"text": REASON_UNENCODABLE}}
+]
+TOO_LARGE = [{"type": "text", "label": ARTIFACTS_OMITTED_LABEL, "data": {"text": REASON_TOO_LARGE}}]
+
+
+def bounded(*artifacts: Artifact, content: str = "ok") -> list[dict[str, Any]]:
+    result = bound_result(forged_result(content, artifacts=tuple(artifacts)))
+    assert result is not None, "expected a valid result"
+    assert result.content == content
+    return [a.to_dict() for a in result.artifacts]
+
+
+def walk(data: Any) -> Any:
+    """Bound an artifact carrying ``data`` under key "d": its canonical copy, or the marker."""
+    out = bounded(forged_artifact({"d": data}))
+    return out if out in (UNENCODABLE, TOO_LARGE) else out[0]["data"]["d"]
+
+
+class Boom(AssertionError):
+    pass
+
+
+# -- numbers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, [1.0, math.nan], {"x": math.inf}])
+def test_non_finite_floats_give_the_marker(value: Any) -> None:
+    assert walk(value) == UNENCODABLE
+
+
+@pytest.mark.parametrize("value", [-0.0, 1e-5, 1e16, 12.0, 0.1])
+def test_finite_floats_are_kept(value: float) -> None:
+    out = walk(value)
+    assert out == value and type(out) is float
+    assert math.copysign(1, out) == math.copysign(1, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [INT_MAX + 1, INT_MIN - 1, 10**5000, -(10**5000)],
+    ids=["max+1", "min-1", "huge", "-huge"],
+)
+def test_ints_beyond_the_range_give_the_marker(value: int) -> None:
+    assert walk(value) == UNENCODABLE
+
+
+@pytest.mark.parametrize("value", [INT_MAX, INT_MIN, 0, -1])
+def test_ints_in_range_are_kept(value: int) -> None:
+    assert walk(value) == value
+
+
+def test_true_stays_true_and_1_stays_1() -> None:
+    out = walk([True, 1, False, 0, None])
+    assert out == [True, 1, False, 0, None]
+    assert [type(v) for v in out] == [bool, int, bool, int, type(None)]
+    assert encode_json(out) == b"[true,1,false,0,null]"
+
+
+# -- foreign types ------------------------------------------------------------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    ONE = 1
+
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Watched:
+    def __getattribute__(self, name: str) -> Any:
+        raise Boom(f"attribute {name} read")
+
+
+FOREIGN = {
+    "bytes": lambda: b"bytes",
+    "bytearray": lambda: bytearray(b"x"),
+    "memoryview": lambda: memoryview(b"x"),
+    "set": lambda: {1, 2},
+    "frozenset": lambda: frozenset({1}),
+    "datetime": lambda: datetime.datetime(2026, 1, 1),
+    "date": lambda: datetime.date(2026, 1, 1),
+    "uuid": lambda: uuid.UUID(int=1),
+    "decimal": lambda: decimal.Decimal("1.5"),
+    "enum": lambda: Color.RED,
+    "intenum": lambda: Level.ONE,
+    "strenum": lambda: Mode.FAST,
+    "dataclass": lambda: Point(1),
+    "object": object,
+    "watched": Watched,
+    "function": lambda: print,
+    "complex": lambda: complex(1, 2),
+}
+
+
+@pytest.mark.parametrize("make", FOREIGN.values(), ids=FOREIGN.keys())
+def test_foreign_types_give_the_marker_without_running_their_methods(make: Any) -> None:
+    assert walk(make()) == UNENCODABLE
+
+
+class ClaimsDict:
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        raise Boom("__class__ property ran")
+
+
+def test_an_object_claiming_to_be_a_dict_gives_the_marker() -> None:
+    assert walk(ClaimsDict()) == UNENCODABLE
+
+
+# -- subclasses of JSON types: real data through the base type, no override runs --------------
+
+
+class EvilDict(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise Boom("items")
+
+    def keys(self) -> Any:
+        raise Boom("keys")
+
+    def __iter__(self) -> Any:
+        raise Boom("__iter__")
+
+    def __len__(self) -> int:
+        raise Boom("__len__")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise Boom("__getitem__")
+
+    def __eq__(self, other: object) -> bool:
+        raise Boom("__eq__")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class EvilList(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise Boom("__iter__")
+
+    def __len__(self) -> int:
+        raise Boom("__len__")
+
+    def __getitem__(self, index: Any) -> Any:
+        raise Boom("__getitem__")
+
+
+class EvilTuple(tuple):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise Boom("__iter__")
+
+    def __len__(self) -> int:
+        raise Boom("__len__")
+
+
+class EvilStr(str):
+    def __str__(self) -> str:
+        raise Boom("__str__")
+
+    def __len__(self) -> int:
+        raise Boom("__len__")
+
+    def __eq__(self, other: object) -> bool:
+        raise Boom("__eq__")
+
+    def __hash__(self) -> int:
+        raise Boom("__hash__")
+
+
+class EvilInt(int):
+    def __index__(self) -> int:
+        raise Boom("__index__")
+
+    def __int__(self) -> int:
+        raise Boom("__int__")
+
+    def __repr__(self) -> str:
+        raise Boom("__repr__")
+
+
+class EvilFloat(float):
+    def __float__(self) -> float:
+        raise Boom("__float__")
+
+    def __repr__(self) -> str:
+        raise Boom("__repr__")
+
+
+def test_dict_subclass_is_read_through_dict() -> None:
+    out = walk(EvilDict({"a": 1}))
+    assert out == {"a": 1} and type(out) is dict
+
+
+def test_list_and_tuple_subclasses_are_read_through_their_base() -> None:
+    assert walk(EvilList(["a", 2])) == ["a", 2]
+    assert walk(EvilTuple(("a", 2))) == ["a", 2]
+    assert walk(EvilList([EvilList(["deep"])])) == [["deep"]]
+
+
+def test_str_int_float_subclasses_are_read_through_their_base() -> None:
+    out = walk([EvilStr("s"), EvilInt(7), EvilFloat(2.5)])
+    assert out == ["s", 7, 2.5]
+    assert [type(v) for v in out] == [str, int, float]
+
+
+class EvilKey(str):
+    """Hashes apart from its text, so a dict can hold it beside the plain string."""
+
+    def __str__(self) -> str:
+        raise Boom("__str__")
+
+    def __len__(self) -> int:
+        raise Boom("__len__")
+
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+
+def test_str_subclass_keys_and_labels_are_read_through_str() -> None:
+    out = bounded(forged_artifact({EvilKey("key"): "v"}, label=EvilStr("label")))
+    assert out == [{"type": "text", "label": "label", "data": {"key": "v"}}]
+
+
+def test_str_subclass_key_colliding_with_a_plain_key_gives_the_marker() -> None:
+    data: dict[str, int] = {"key": 1, EvilKey("key"): 2}
+    assert len(data) == 2
+    assert walk(data) == UNENCODABLE
+
+
+def test_tuples_and_namedtuples_become_lists() -> None:
+    pair = collections.namedtuple("pair", "a b")
+    out = walk((1, ("x", pair(2, "y"))))
+    assert out == [1, ["x", [2, "y"]]]
+    assert type(out) is list and type(out[1][1]) is list
+
+
+# -- keys -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [1, None, True, ("t",), 1.5, b"k"])
+def test_non_str_keys_give_the_marker(key: Any) -> None:
+    assert walk({key: "v"}) == UNENCODABLE
+
+
+def test_keys_1_and_str_1_together_give_the_marker() -> None:
+    assert walk({1: "a", "1": "b"}) == UNENCODABLE
+
+
+def test_lone_surrogate_in_a_key_is_coerced() -> None:
+    assert walk({"a\ud800": 1}) == {"a\ufffd": 1}
+
+
+def test_keys_colliding_after_coercion_give_the_marker() -> None:
+    high, low, replacement = "a" + chr(0xD800), "a" + chr(0xDFFF), "a\ufffd"
+    assert walk({high: 1, low: 2}) == UNENCODABLE
+    assert walk({high: 1, replacement: 2}) == UNENCODABLE
+
+
+def test_strings_are_coerced_everywhere() -> None:
+    out = bounded(
+        forged_artifact({"t": ["x\ud800", "\ud83d\ude00"]}, label="l\udfff"),
+        Artifact.table("rows\ud800", ["c\ud800"], [["v\ud800"]]),
+    )
+    assert out == [
+        {"type": "text", "label": "l\ufffd", "data": {"t": ["x\ufffd", "😀"]}},
+        {
+            "type": "table",
+            "label": "rows\ufffd",
+            "data": {"columns": ["c\ufffd"], "rows": [["v\ufffd"]]},
+        },
+    ]
+
+
+# -- depth --------------------------------------------------------------------------------------
+
+
+def data_of_depth(containers: int, innermost: Any, *, as_dict: bool = False) -> Any:
+    """``data`` (a dict, level 3) holding ``containers - 1`` more nested containers."""
+    value = innermost
+    for _ in range(containers - 1):
+        value = {"k": value} if as_dict else [value]
+    return {"k": value}
+
+
+# Level 1 is the artifact list, level 2 the artifact object, level 3 ``data``: 62 containers
+# in ``data`` reach level 64.
+DATA_LEVELS = MAX_ARTIFACT_DEPTH - 2
+
+
+@pytest.mark.parametrize("as_dict", [False, True], ids=["lists", "dicts"])
+def test_depth_64_is_accepted_and_65_refused(as_dict: bool) -> None:
+    ok = bounded(forged_artifact(data_of_depth(DATA_LEVELS, "leaf", as_dict=as_dict)))
+    assert ok not in (UNENCODABLE, TOO_LARGE)
+    too_deep = data_of_depth(DATA_LEVELS + 1, "leaf", as_dict=as_dict)
+    assert bounded(forged_artifact(too_deep)) == UNENCODABLE
+
+
+def test_depth_counts_the_empty_innermost_container() -> None:
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, []))) != UNENCODABLE
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, {}))) != UNENCODABLE
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS, []))) == UNENCODABLE
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS, {}))) == UNENCODABLE
+
+
+def test_table_rows_at_the_depth_limit() -> None:
+    # Rows are a list of lists: two levels, taken by the walk's fast path.
+    rows = [["a", "b"]]
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 2, rows))) != UNENCODABLE
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, rows))) == UNENCODABLE
+
+
+def test_data_must_be_an_object() -> None:
+    assert bounded(forged_artifact(["a list"])) == UNENCODABLE
+    assert bounded(forged_artifact("text")) == UNENCODABLE
+
+
+def test_100000_deep_tuples_never_reach_the_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nr_llm_core.bounding as bounding
+
+    def spy(value: Any) -> bytes:
+        raise Boom("the encoder saw the deep value")
+
+    monkeypatch.setattr(bounding, "encode_json", spy)
+    deep: Any = ()
+    for _ in range(100_000):
+        deep = (deep,)
+    assert walk(deep) == UNENCODABLE
+    deep_list: Any = []
+    for _ in range(100_000):
+        deep_list = [deep_list]
+    assert walk(deep_list) == UNENCODABLE
+
+
+def test_a_cycle_gives_the_marker() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert walk(cycle) == UNENCODABLE
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    assert walk(loop) == UNENCODABLE
+
+
+# -- size ---------------------------------------------------------------------------------------
+
+
+def peak_bytes(data: Any) -> int:
+    tracemalloc.start()
+    try:
+        assert walk(data) == TOO_LARGE
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_huge_inputs_are_refused_before_being_copied() -> None:
+    # Complexity, not wall-clock: refusing copies none of the input.
+    assert peak_bytes(["x"] * 10_000_000) < 100_000
+    assert peak_bytes(dict.fromkeys(map(str, range(1_000_000)), 0)) < 100_000
+    assert peak_bytes("x" * (1 << 30)) < 100_000
+    assert peak_bytes([["x"] * 10_000_000] * 3) < 100_000
+
+
+def test_a_shared_reference_blow_up_is_refused_within_the_budget() -> None:
+    inner = ["x"] * 1000
+    blow_up = [[inner] * 1000] * 1000  # 10^9 leaves through shared references
+    assert walk(blow_up) == TOO_LARGE
+    small: Any = [1, 2]
+    for _ in range(40):  # 2^40 leaves, 40 levels of sharing
+        small = [small, small]
+    assert walk(small) == TOO_LARGE
+
+
+def fill_to(size: int) -> Artifact:
+    base = forged_artifact({"text": ""})
+    overhead = len(encode_json([base.to_dict()]))
+    return forged_artifact({"text": "x" * (size - overhead)})
+
+
+def test_exactly_50000_encoded_bytes_is_kept_and_50001_refused() -> None:
+    exact = fill_to(MAX_ARTIFACT_BYTES)
+    out = bounded(exact)
+    assert len(encode_json(out)) == MAX_ARTIFACT_BYTES
+    assert out[0]["data"]["text"] == exact.data["text"]
+    assert bounded(fill_to(MAX_ARTIFACT_BYTES + 1)) == TOO_LARGE
+
+
+def test_the_check_is_on_encoded_bytes_not_characters() -> None:
+    # Escapes make the encoding longer than the characters: quotes, backslashes, controls.
+    chars = MAX_ARTIFACT_BYTES // 2
+    assert bounded(forged_artifact({"t": '"' * chars})) == TOO_LARGE
+    assert bounded(forged_artifact({"t": "\x00" * (chars // 3)})) == TOO_LARGE
+    # Multi-byte characters count in UTF-8 bytes.
+    assert bounded(forged_artifact({"t": "😀" * (MAX_ARTIFACT_BYTES // 4)})) == TOO_LARGE
+
+
+def test_many_artifacts_are_refused_before_being_read() -> None:
+    artifact = Artifact.text("l", "t")
+    assert bounded(*([artifact] * 2000)) == TOO_LARGE
+
+
+# -- the whole list -----------------------------------------------------------------------------
+
+
+def test_one_valid_and_one_invalid_artifact_give_only_the_marker() -> None:
+    good = Artifact.table("ok", ["a"], [["1"]])
+    assert bounded(good, forged_artifact({"bad": {1, 2}})) == UNENCODABLE
+
+
+def test_bad_artifact_type_or_label_gives_the_marker() -> None:
+    assert bounded(forged_artifact({}, type="table")) == UNENCODABLE
+    assert bounded(forged_artifact({}, label=None)) == UNENCODABLE
+    assert bounded(forged_artifact({}, label=b"x")) == UNENCODABLE
+
+
+def gen() -> Any:
+    raise Boom("generator iterated")
+    yield Artifact.text("l", "t")  # pragma: no cover
+
+
+@pytest.mark.parametrize(
+    "artifacts",
+    [
+        {"type": "text"},
+        [Artifact.text("l", "t")],
+        gen(),
+        (Artifact.text("l", "t"), {"type": "text"}),
+        ("not an artifact",),
+        None,
+    ],
+    ids=["dict", "list", "generator", "mixed", "str", "none"],
+)
+def test_artifacts_not_a_tuple_of_artifacts_is_an_invalid_result(artifacts: Any) -> None:
+    assert bound_result(forged_result("x", artifacts=artifacts)) is None
+
+
+def test_an_empty_artifact_list_stays_empty() -> None:
+    result = bound_result(ToolResult.text("x"))
+    assert result is not None and result.artifacts == ()
+
+
+def test_an_error_result_carries_no_artifacts() -> None:
+    result = bound_result(forged_result("e", is_error=True, artifacts=(Artifact.text("l", "t"),)))
+    assert result is not None and result.is_error and result.artifacts == ()
+
+
+def test_mutating_after_return_changes_nothing_the_host_returned() -> None:
+    data: dict[str, Any] = {"rows": [["a"]], "meta": {"k": "v"}}
+    artifact = forged_artifact(data)
+    result = bound_result(forged_result("x", artifacts=(artifact,)))
+    assert result is not None
+    data["rows"][0][0] = "changed"
+    data["meta"]["k"] = "changed"
+    data["new"] = 1
+    assert result.artifacts[0].data == {"rows": [["a"]], "meta": {"k": "v"}}
+
+
+def test_the_bounded_artifacts_are_plain_json_copies() -> None:
+    out = bound_result(ToolResult.text("x", Artifact.table("t", ["a"], [["1"]])))
+    assert out is not None
+    data = out.artifacts[0].data
+    assert type(data) is dict and type(data["rows"]) is list and type(data["rows"][0]) is list
+
+
+class SecretMessage(Exception):
+    pass
+
+
+def test_marker_text_never_holds_plugin_bytes() -> None:
+    canary = "CANARY-class-name-9d1"
+    evil = type(canary, (), {"__repr__": lambda self: canary, "__str__": lambda self: canary})
+    for data in ({"x": evil()}, {canary: evil()}, [evil()] * 3):
+        out = bounded(forged_artifact(data, label=canary))
+        assert out == UNENCODABLE
+        assert canary not in encode_json(out).decode()
+
+
+def test_marker_reasons_are_the_contract_strings() -> None:
+    assert REASON_UNENCODABLE == "could not be encoded"
+    assert REASON_TOO_LARGE == "exceeded 50000 bytes"
+    assert ARTIFACTS_OMITTED_LABEL == "Artifacts omitted"
+    assert ArtifactType.TEXT.value == UNENCODABLE[0]["type"]
