@@ -40,6 +40,9 @@ Decisions for the keys that are not content keys but can still carry model or pr
   exception. A snake_case code is kept; for ``<lowercase words>: <detail>`` only the words
   become a code (``provider_error``); anything else is :data:`UNRECOGNISED_REASON`
   (:func:`reason_code`).
+- ``notes`` of an llm step (host sentences such as ``tool calls not answered: no tools were
+  offered``): each kept only if it is lowercase letters, digits, spaces and ``(),:-`` (at most
+  120 characters), else :data:`UNRECOGNISED_NOTE`.
 - ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
 - ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
 - ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
@@ -67,6 +70,7 @@ __all__ = [
     "INVALID_TOOL_NAME",
     "PRIVACY_ENV_VAR",
     "UNKNOWN_TOOL_NAME",
+    "UNRECOGNISED_NOTE",
     "UNRECOGNISED_REASON",
     "USAGE_KEYS",
     "PrivacyLevel",
@@ -86,6 +90,8 @@ INVALID_TOOL_NAME: Final = "[invalid-tool-name]"
 UNKNOWN_TOOL_NAME: Final = "[unknown-tool]"
 #: Stands for an error reason that is not a snake_case code.
 UNRECOGNISED_REASON: Final = "[unrecognised-reason]"
+#: Stands for an llm step note that is not a plain host sentence.
+UNRECOGNISED_NOTE: Final = "[unrecognised-note]"
 #: Token counters kept from ``usage`` at METADATA.
 USAGE_KEYS: Final = frozenset(
     {
@@ -108,6 +114,9 @@ def _canonical(vocabulary: Collection[str]) -> dict[str, str]:
 
 
 _REASON_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# The loop's notes are lowercase host sentences with counts ("dropped 2 tool call(s) without
+# a name"); no capital letter, quote or path character, so quoted model text rarely fits.
+_NOTE_RE: Final = re.compile(r"[a-z][a-z0-9 (),:-]{0,119}")
 _REASON_PREFIX_RE: Final = re.compile(r"([a-z][a-z ]{0,38}[a-z]):")
 _DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
 _SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -318,6 +327,12 @@ class RunStepPrivacyFilter:
                         record["approval_digest"] = value
                 case "reason":
                     record["reason"] = reason_code(value)
+                case "notes":
+                    if type(value) is list or type(value) is tuple:
+                        record["notes"] = [
+                            n if type(n) is str and _NOTE_RE.fullmatch(n) else UNRECOGNISED_NOTE
+                            for n in value
+                        ]
                 case "usage":
                     if type(value) is dict:
                         record["usage"] = {

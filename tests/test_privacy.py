@@ -14,6 +14,7 @@ from nr_llm_core import privacy as privacy_module
 from nr_llm_core.privacy import (
     INVALID_TOOL_NAME,
     UNKNOWN_TOOL_NAME,
+    UNRECOGNISED_NOTE,
     UNRECOGNISED_REASON,
     USAGE_KEYS,
     PrivacyLevel,
@@ -237,6 +238,27 @@ def test_metadata_reason_rule(reason: object, stored: str) -> None:
     assert RunStepPrivacyFilter().filter(step)["reason"] == stored
 
 
+def test_metadata_notes_rule() -> None:
+    step = RunStep.llm(
+        round=0,
+        duration_ms=1,
+        content="",
+        notes=[
+            "dropped 2 tool call(s) without a name",
+            "tool calls not answered: no tools were offered",
+            "Model said SECRET-NOTE-CANARY",
+            "quoted 'text'",
+        ],
+    ).to_dict()
+    record = RunStepPrivacyFilter().filter(step)
+    assert record["notes"] == [
+        "dropped 2 tool call(s) without a name",
+        "tool calls not answered: no tools were offered",
+        UNRECOGNISED_NOTE,
+        UNRECOGNISED_NOTE,
+    ]
+
+
 def test_unknown_keys_keep_only_numbers_under_snake_case_names() -> None:
     step = tool_step(attempts=2, ratio=0.5, flag=True, label="text", BadKey=1, nan=math.nan)
     record = RunStepPrivacyFilter().filter(step)
@@ -318,12 +340,12 @@ _ALLOWED_KEYS = {
     "kind", "round", "duration_ms", "content_redacted", "messages_sent_count", "content_length",
     "thinking_length", "tool_result_length", "tool_artifacts_count", "tool_artifact_types",
     "requested_tool_names", "tool_name", "tool_call_id", "tool_is_error", "approvals",
-    "approved_count", "denied_count", "approval_digest", "reason", "usage",
+    "approved_count", "denied_count", "approval_digest", "reason", "usage", "notes",
 }  # fmt: skip
 _VOCABULARY = (
     {k.value for k in StepKind}
     | {t.value for t in ArtifactType}
-    | {"other", INVALID_TOOL_NAME, UNKNOWN_TOOL_NAME, UNRECOGNISED_REASON}
+    | {"other", INVALID_TOOL_NAME, UNKNOWN_TOOL_NAME, UNRECOGNISED_REASON, UNRECOGNISED_NOTE}
     | USAGE_KEYS
 )
 
@@ -336,7 +358,7 @@ _value = st.recursive(
 )
 _STEP_KEYS = (
     *CONTENT_KEYS, "kind", "round", "duration_ms", "tool_name", "tool_call_id", "tool_is_error",
-    "approvals", "approval_digest", "reason", "usage",
+    "approvals", "approval_digest", "reason", "usage", "notes",
 )  # fmt: skip
 _step = st.fixed_dictionaries({}, optional=dict.fromkeys(_STEP_KEYS, _value)).flatmap(
     lambda d: st.dictionaries(_text, _value, max_size=3).map(lambda extra: {**extra, **d})
@@ -365,6 +387,8 @@ def _check_host_only(value: object, key: str | None) -> None:
             assert value in _VOCABULARY or TOOL_NAME_RE.fullmatch(value)
         elif key == "reason":
             assert value in _VOCABULARY or privacy_module._REASON_RE.fullmatch(value)
+        elif key == "notes":
+            assert value in _VOCABULARY or privacy_module._NOTE_RE.fullmatch(value)
         elif key == "approval_digest":
             assert privacy_module._DIGEST_RE.fullmatch(value)
         else:
