@@ -45,7 +45,8 @@ def _artifact_lines(artifacts: list[dict[str, Any]]) -> list[str]:
 def _panel(title: str, lines: list[str], width: int) -> list[str]:
     out = [title, "─" * min(width, max(len(title), 8))]
     for line in lines:
-        out.extend(textwrap.wrap(line, width, replace_whitespace=False, drop_whitespace=False) or [""])
+        wrapped = textwrap.wrap(line, width, replace_whitespace=False, drop_whitespace=False)
+        out.extend(wrapped or [""])
     return out
 
 
