@@ -21,6 +21,7 @@ from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, T
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
     from nr_llm_core.approval import SuspendedRunState
+    from nr_llm_core.decorator import tool
     from nr_llm_core.errors import ProviderError
     from nr_llm_core.loop import ToolLoop, ToolLoopResult
     from nr_llm_core.messages import ChatMessage, ToolCall
@@ -53,6 +54,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "hookimpl",
+    "tool",
 ]
 
 # name -> module, imported on first attribute access (PEP 562).
@@ -66,6 +68,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": "nr_llm_core.messages",
     "ToolLoop": "nr_llm_core.loop",
     "ToolLoopResult": "nr_llm_core.loop",
+    "tool": "nr_llm_core.decorator",
 }
 
 
