@@ -23,6 +23,7 @@ import pytest
 from nr_llm_core.bounding import MAX_ARTIFACT_BYTES, MAX_CONTENT_BYTES
 from nr_llm_core.encoding import EncodeError, encode_json
 from nr_llm_core.host import ToolHost
+from nr_llm_core.messages import ChatMessage
 from nr_llm_core.results import Artifact, ToolResult
 
 if TYPE_CHECKING:
@@ -123,32 +124,45 @@ def artifact_strings(artifacts: Iterable[Artifact]) -> set[str]:
     return found
 
 
-def _results(result: ToolResult | ToolLoopResult) -> list[ToolResult]:
+def _results(result: ToolResult | ToolLoopResult) -> tuple[list[ToolResult], list[Any]]:
     if isinstance(result, ToolResult):
-        return [result]
-    return [invocation.result for invocation in result.invocations]
+        return [result], []
+    invocations = result.invocations
+    return [i.result for i in invocations], [i.arguments for i in invocations]
+
+
+def _leaves(value: Any) -> list[str]:
+    """The string values (not keys: those are the wire format's own names) under ``value``."""
+    texts: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, bytes):
+            texts.append(item.decode("utf-8", "replace"))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, ChatMessage):
+            # What a message carries: its text and the arguments of its tool calls. Roles,
+            # ids and tool names are the host's words.
+            stack.append(item.content or "")
+            stack.extend(call.arguments for call in item.tool_calls)
+    return texts
 
 
 def _request_texts(request: Any) -> list[str]:
-    """The text of one request: a ``ScriptedProvider.requests`` entry, a sequence of
-    ``ChatMessage``, a dict, or a str/bytes body."""
-    if isinstance(request, bytes):
-        return [request.decode("utf-8", "replace")]
-    if isinstance(request, str):
-        return [request]
-    texts: list[str] = []
-    stack: list[Any] = [request]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            texts.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())  # keys are the wire format's own names
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
-        elif hasattr(value, "to_dict"):
-            stack.append(value.to_dict())
-    return texts
+    """The text of one request: a ``ScriptedProvider.requests`` entry ``(messages, tool
+    names)``, a sequence of ``ChatMessage``, a decoded JSON body, or a str/bytes body."""
+    if (
+        isinstance(request, tuple)
+        and len(request) == 2
+        and all(isinstance(m, ChatMessage) for m in request[0])
+    ):
+        request = request[0]  # the offered tool names are the host's words
+    return _leaves(request)
 
 
 def assert_no_artifact_bytes_in(
@@ -162,19 +176,25 @@ def assert_no_artifact_bytes_in(
     ``requests`` is what a provider received (``ScriptedProvider.requests``, lists of
     ``ChatMessage``, or raw request bodies); ``result`` is one ``ToolResult`` or a whole
     ``ToolLoopResult``. Artifact strings that also occur in a result's ``content`` are skipped:
-    content is meant to reach the model. Strings in ``ignore`` (for example the user's own
-    prompt words) are skipped too. Give the artifacts under test distinctive strings.
+    content is meant to reach the model. So are strings the model or the caller supplied: those
+    in the tools' arguments (for a ``ToolLoopResult``), those already in the first request (the
+    conversation before any tool ran), and those in ``ignore``. Roles, ids and offered tool
+    names are not searched. Give the artifacts under test distinctive strings.
     """
-    results = _results(result)
-    contents = [r.content for r in results]
+    results, arguments = _results(result)
+    request_list = list(requests)
+    # Texts that reach the model legitimately: contents, arguments, the opening conversation.
+    supplied = [r.content for r in results] + _leaves(arguments)
+    if request_list:
+        supplied += _request_texts(request_list[0])
     skipped = set(ignore)
     suspects = {
         s
         for s in artifact_strings(a for r in results for a in r.artifacts)
-        if s and s not in skipped and not any(s in c for c in contents)
+        if s and s not in skipped and not any(s in text for text in supplied)
     }
     leaked: set[str] = set()
-    for request in requests:
+    for request in request_list:
         for text in _request_texts(request):
             leaked.update(s for s in suspects if s in text)
     assert not leaked, f"artifact strings reached a provider request: {sorted(leaked)!r}"

@@ -18,6 +18,7 @@ _COMMANDS: dict[str, str] = {
     "tools": "nr_llm_core.cli.tools:tools",
     "doctor": "nr_llm_core.cli.tools:doctor",
     "run": "nr_llm_core.cli.run:run",
+    "new-tool": "nr_llm_core.cli.new_tool:new_tool",
 }
 
 

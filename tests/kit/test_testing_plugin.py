@@ -67,14 +67,30 @@ def test_scripted_loop_runs_and_no_artifact_reaches_the_provider(
 def test_a_leak_is_caught() -> None:
     result = lookup.execute({"key": "k1"}, None)
     assert isinstance(result, ToolResult)
-    leaking = [[ChatMessage.tool_result("call_1", f"found k1 {CANARY}")]]
+    first = [ChatMessage.user("Find k1.")]
+    leaking = [first, [*first, ChatMessage.tool_result("call_1", f"found k1 {CANARY}")]]
     with pytest.raises(AssertionError, match=CANARY):
         assert_no_artifact_bytes_in(leaking, result)
+    body = json.dumps({"x": f"record {CANARY}-label"})
     with pytest.raises(AssertionError, match="label"):
-        assert_no_artifact_bytes_in([json.dumps({"x": f"record {CANARY}-label"})], result)
+        assert_no_artifact_bytes_in(["{}", body], result)
     with pytest.raises(AssertionError):
-        assert_no_artifact_bytes_in([CANARY.encode()], result)
-    assert_no_artifact_bytes_in([CANARY.encode()], result, ignore=[CANARY])
+        assert_no_artifact_bytes_in([b"{}", CANARY.encode()], result)
+    assert_no_artifact_bytes_in([b"{}", CANARY.encode()], result, ignore=[CANARY])
+
+
+def test_what_the_caller_or_the_model_supplied_is_not_a_leak(
+    scripted_loop: ScriptedLoopFactory,
+) -> None:
+    # The artifact echoes the argument and the prompt holds the column name: neither came
+    # through the tool's artifact channel.
+    loop = scripted_loop(
+        [{"tool_calls": [{"name": "lookup", "arguments": {"key": "zebra-7"}}]}, "Done."],
+        lookup,
+    )
+    result = loop.run(f"Which {CANARY}-column holds zebra-7?")
+    requests: Any = loop.provider.requests  # type: ignore[attr-defined]  # a ScriptedProvider
+    assert_no_artifact_bytes_in(requests, result)
 
 
 def test_strings_that_are_also_content_are_not_leaks() -> None:
