@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .venv import Venv, build
+from .fresh_env import Venv, build
 
 
 @pytest.fixture(scope="session")

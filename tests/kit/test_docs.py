@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from .docs_examples import DOCS, NOT_RUN, REQUIRES, ROOT, Block, blocks, pages
-from .venv import Venv
+from .fresh_env import Venv
 
 # Pages other branches write (and the ADRs the lead writes): named in the nav before they exist.
 PENDING = {
@@ -24,7 +25,9 @@ PENDING = {
     "adr/0001-two-channel-results.md",
     "adr/0002-one-encoder.md",
 }
-LANGUAGES = {"python", "sh", "toml"}
+#: python runs, sh runs in a fresh environment, toml and json are parsed; text is output shown
+#: to the reader (a transcript), not an example to run.
+LANGUAGES = {"python", "sh", "toml", "json", "text"}
 
 
 def _pages_with(language: str) -> list[Path]:
@@ -74,11 +77,13 @@ def test_not_run_blocks_say_why() -> None:
                 assert first.removeprefix(NOT_RUN).strip(), block.where
 
 
-@pytest.mark.parametrize("page", _pages_with("toml"), ids=_id)
-def test_toml_examples_parse(page: Path) -> None:
+@pytest.mark.parametrize("page", _pages_with("toml") + _pages_with("json"), ids=_id)
+def test_toml_and_json_examples_parse(page: Path) -> None:
     for block in blocks(page):
         if block.language == "toml":
             tomllib.loads(block.code)
+        elif block.language == "json":
+            json.loads(block.code)
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .venv import PLUGINS, Venv
+from .fresh_env import PLUGINS, Venv
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from nr_llm_core.cli import main
 from nr_llm_core.cli.new_tool import scaffold
 
-from .venv import Venv
+from .fresh_env import Venv
 
 
 def test_new_tool_writes_the_four_files(tmp_path: Path) -> None:
