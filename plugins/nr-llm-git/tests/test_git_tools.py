@@ -194,3 +194,14 @@ def test_the_repository_config_cannot_run_helpers(host: ToolHost, repo: Path) ->
     assert not host.invoke("git_status", {}).is_error
     assert not host.invoke("git_diff_stat", {}).is_error
     assert not marker.exists()
+
+
+def test_filter_drivers_of_the_repository_config_never_run(host: ToolHost, repo: Path) -> None:
+    marker = repo.parent / "filter-ran"
+    (repo / ".gitattributes").write_text("*.md filter=evil\n")
+    git(repo, "config", "filter.evil.clean", f"touch {marker}; cat")
+    git(repo, "config", "filter.evil.process", f"touch {marker}")
+    (repo / "README.md").write_text("changed for the filter\n")
+    assert "README.md" in host.invoke("git_status", {}).content
+    assert not host.invoke("git_diff_stat", {}).is_error
+    assert not marker.exists()

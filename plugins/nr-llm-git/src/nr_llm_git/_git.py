@@ -86,12 +86,36 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _filter_overrides(repo: Path) -> list[str]:
+    """``-c filter.X.clean=`` (and smudge, process) for every filter driver the repository's
+    configuration names: an empty command switches the driver off, so ``status`` and ``diff``
+    never run one. ``git config`` itself runs nothing."""
+    out = _run(
+        ["git", "-C", str(repo), "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+        MAX_OUTPUT_BYTES,
+        "config",
+        allow_status=(0, 1),  # 1: no such key
+    )
+    options: list[str] = []
+    for name in out.data.split(b"\0"):
+        key = name.decode("utf-8", "replace")
+        if key.endswith((".clean", ".smudge", ".process")):
+            options += ["-c", f"{key}="]
+    return options
+
+
 def run_git(repo: Path, *args: str, limit: int = MAX_OUTPUT_BYTES) -> GitOutput:
     """Run ``git -C repo <safe options> args`` (no shell) and read at most ``limit`` bytes.
 
     Raises :class:`GitError` on a timeout or a non-zero exit status.
     """
-    command = ["git", "-C", str(repo), *_SAFE_CONFIG, *args]
+    command = ["git", "-C", str(repo), *_SAFE_CONFIG, *_filter_overrides(repo), *args]
+    return _run(command, limit, args[0])
+
+
+def _run(
+    command: list[str], limit: int, what: str, allow_status: tuple[int, ...] = (0,)
+) -> GitOutput:
     try:
         proc = subprocess.Popen(
             command,
@@ -122,9 +146,9 @@ def run_git(repo: Path, *args: str, limit: int = MAX_OUTPUT_BYTES) -> GitOutput:
         timer.cancel()
         proc.stdout.close()  # type: ignore[union-attr]  # set above
     if timed_out.is_set():
-        raise GitError(f"git {args[0]} took longer than {TIMEOUT_SECONDS:g} seconds")
-    if status != 0 and not truncated:
-        raise GitError(f"git {args[0]} failed")
+        raise GitError(f"git {what} took longer than {TIMEOUT_SECONDS:g} seconds")
+    if status not in allow_status and not truncated:
+        raise GitError(f"git {what} failed")
     return GitOutput(data[:limit], truncated)
 
 
