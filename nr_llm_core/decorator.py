@@ -126,6 +126,8 @@ def _build(
     enabled_by_default: bool,
 ) -> FunctionTool[Any, Any]:
     where = f"@tool {getattr(function, '__qualname__', repr(function))}"
+    if isinstance(function, FunctionTool):
+        raise TypeError(f"{where}: is already a tool")
     if not callable(function) or inspect.isclass(function):
         raise TypeError(f"{where}: @tool decorates a function")
     if inspect.iscoroutinefunction(function):

@@ -421,3 +421,10 @@ def test_unresolvable_annotation_names_the_function() -> None:
 
     with pytest.raises(TypeError, match="ghost: cannot resolve"):
         tool(ghost)
+
+
+def test_decorating_twice_or_a_class_is_refused() -> None:
+    with pytest.raises(TypeError, match="already a tool"):
+        tool(plain)
+    with pytest.raises(TypeError, match="decorates a function"):
+        tool(Point)
