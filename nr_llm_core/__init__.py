@@ -22,6 +22,7 @@ from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, T
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
     from nr_llm_core.approval import SuspendedRunState
     from nr_llm_core.audit import AgentRunPersister
+    from nr_llm_core.decorator import tool
     from nr_llm_core.errors import ProviderError
     from nr_llm_core.loop import ToolLoop, ToolLoopResult
     from nr_llm_core.messages import ChatMessage, ToolCall
@@ -58,6 +59,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "hookimpl",
+    "tool",
 ]
 
 # name -> module, imported on first attribute access (PEP 562).
@@ -74,6 +76,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": "nr_llm_core.messages",
     "ToolLoop": "nr_llm_core.loop",
     "ToolLoopResult": "nr_llm_core.loop",
+    "tool": "nr_llm_core.decorator",
 }
 
 

@@ -454,7 +454,9 @@ def _compile_schema(spec: ToolSpec) -> Callable[[Any], Any]:
     import fastjsonschema
 
     try:
-        return fastjsonschema.compile(dict(spec.parameters))
+        # use_default=False: validation must not write schema defaults into the caller's dict
+        # (the arguments the model sent are what the trace and the audit store record).
+        return fastjsonschema.compile(dict(spec.parameters), use_default=False)
     except Exception as exc:
         raise ToolLoadError(
             f"parameters of {spec.name!r} are not a valid JSON Schema: "

@@ -21,6 +21,7 @@ _COMMANDS: dict[str, str] = {
     "run": "nr_llm_core.cli.run:run",
     "runs": "nr_llm_core.cli.runs:runs",
     "privacy": "nr_llm_core.cli.runs:privacy",
+    "new-tool": "nr_llm_core.cli.new_tool:new_tool",
 }
 
 

@@ -427,3 +427,15 @@ def test_a_plugin_registered_behind_the_hosts_back_changes_nothing() -> None:
     host.plugin_manager.register(Rewriter())
     assert host.invoke("echo", {"text": "original"}).content == "original"
     assert host.names() == ["echo"]
+
+
+def test_validation_never_changes_the_callers_arguments() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "default": "filled-in"}, "n": {"default": 3}},
+    }
+    tool = make_tool(schema=schema)
+    arguments: dict[str, Any] = {}
+    host_with(tool).invoke("echo", arguments)
+    assert arguments == {}
+    assert tool.calls == [{}]

@@ -1,37 +1,20 @@
-"""A greeting tool: the smallest complete nr-llm tool package."""
+"""A greeting tool: the smallest complete nr-llm tool package, and the template to copy."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
-from nr_llm_core import Artifact, DataClass, ToolResult, ToolSpec, hookimpl
+from nr_llm_core import Artifact, ToolResult, tool
 
-__all__ = ["Hello"]
+__all__ = ["hello"]
 
 
-class Hello:
-    """Greets someone, and leaves a small table of the greeting behind as an artifact."""
-
-    @hookimpl
-    def tool_spec(self) -> ToolSpec:
-        return ToolSpec(
-            name="hello",
-            description="Greet a person by name.",
-            parameters={
-                "type": "object",
-                "properties": {"name": {"type": "string", "description": "Who to greet."}},
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-            group="utility",
-            data_class=DataClass.PUBLIC,
-        )
-
-    @hookimpl
-    def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        name = arguments["name"]
-        greeting = f"Hello, {name}!"
-        return ToolResult.text(
-            greeting,
-            Artifact.table("greeting", ["name", "greeting"], [[name, greeting]]),
-        )
+@tool(group="utility", data_class="public")
+def hello(name: Annotated[str, "Who to greet."]) -> ToolResult:
+    """Greet a person by name."""
+    greeting = f"Hello, {name}!"
+    # The content is what the model reads; the table is for people and the audit copy only.
+    return ToolResult.text(
+        greeting,
+        Artifact.table("greeting", ["name", "greeting"], [[name, greeting]]),
+    )

@@ -1,0 +1,363 @@
+"""Typed parameters → JSON Schema, and the strict cattrs converter that structures arguments.
+
+Used by :func:`nr_llm_core.tool`. The supported types are ``str``, ``int``, ``float``, ``bool``,
+``list[T]``, ``dict[str, T]``, ``Literal[...]``, ``T | None``, :class:`enum.Enum` subclasses,
+attrs classes, and ``Annotated[T, "description"]`` around any of them. Anything else is refused
+when the tool is defined, not when a model calls it.
+
+The converter is strict where cattrs is lenient by default: no ``1`` → ``"1"``, no ``"abc"`` →
+``True``, no ``1.5`` → ``1``, no ``True`` for an ``int``, no string iterated into a list.
+An integral float such as ``2.0`` is an ``int``: JSON Schema says so, and the seam's schema check
+lets it through.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+import cattrs
+from cattrs.errors import (
+    ClassValidationError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.v import format_exception
+
+__all__ = ["ArgumentMismatch", "describe_type", "format_errors", "strict_converter", "strip"]
+
+_PRIMITIVES: Final[dict[type, str]] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+}
+_JSON_VALUES: Final = (str, int, float, bool, type(None))
+
+
+class ArgumentMismatch(ValueError):
+    """A value does not fit its declared type (the message says what was expected)."""
+
+
+def _json_type(value: object) -> str:
+    kind = type(value)
+    if kind is bool:
+        return "boolean"
+    if kind is int:
+        return "integer"
+    if kind is float:
+        return "number"
+    if kind is str:
+        return "string"
+    if value is None:
+        return "null"
+    if kind is list:
+        return "array"
+    if kind is dict:
+        return "object"
+    return "a non-JSON value"
+
+
+def _mismatch(expected: str, value: object) -> ArgumentMismatch:
+    return ArgumentMismatch(f"expected {expected}, got {_json_type(value)}")
+
+
+# -- type inspection --------------------------------------------------------------------------
+
+
+def strip(tp: Any) -> tuple[Any, str | None]:
+    """``Annotated[T, "text", ...]`` → ``(T, "text")``; any other type → ``(tp, None)``."""
+    if typing.get_origin(tp) is typing.Annotated:
+        inner, *extras = typing.get_args(tp)
+        texts = [e for e in extras if isinstance(e, str)]
+        return inner, (texts[0] if texts else None)
+    return tp, None
+
+
+def _optional_inner(tp: Any) -> Any | None:
+    """``T`` for ``T | None`` / ``Optional[T]``; ``None`` for anything else."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and len(args) == 2:
+            return rest[0]
+    return None
+
+
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
+def _enum_values(tp: type[enum.Enum], where: str) -> list[Any]:
+    values = [member.value for member in tp]
+    if not values or not all(type(v) in (str, int) for v in values):
+        raise TypeError(f"{where}: enum {tp.__name__} must have str or int values")
+    return values
+
+
+def _typed_enum(values: list[Any]) -> dict[str, Any]:
+    kinds = {type(v) for v in values}
+    schema: dict[str, Any] = {"enum": values}
+    if len(kinds) == 1:
+        schema = {"type": _PRIMITIVES[kinds.pop()], **schema}
+    return schema
+
+
+def describe_type(tp: Any, where: str, *, seen: tuple[type, ...] = ()) -> dict[str, Any]:
+    """The JSON Schema of one parameter type. ``where`` names it in a ``TypeError``."""
+    tp, description = strip(tp)
+    schema = _describe(tp, where, seen)
+    if description:
+        schema = {**schema, "description": description}
+    return schema
+
+
+def _describe(tp: Any, where: str, seen: tuple[type, ...]) -> dict[str, Any]:
+    if tp in _PRIMITIVES:
+        return {"type": _PRIMITIVES[tp]}
+    inner = _optional_inner(tp)
+    if inner is not None:
+        schema = describe_type(inner, where, seen=seen)
+        if isinstance(schema.get("type"), str):
+            # One schema with a type list, not anyOf: validators then report the inner path.
+            nullable = {**schema, "type": [schema["type"], "null"]}
+            if "enum" in schema:
+                nullable["enum"] = [*schema["enum"], None]
+            return nullable
+        return {"anyOf": [schema, {"type": "null"}]}
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list and len(args) == 1:
+        return {"type": "array", "items": describe_type(args[0], f"{where}[]", seen=seen)}
+    if origin is dict and len(args) == 2:
+        if strip(args[0])[0] is not str:
+            raise TypeError(f"{where}: dict keys must be str (JSON object keys are strings)")
+        return {
+            "type": "object",
+            "additionalProperties": describe_type(args[1], f"{where}{{}}", seen=seen),
+        }
+    if origin is typing.Literal:
+        if not args or not all(type(a) in (str, int, bool) for a in args):
+            raise TypeError(f"{where}: Literal values must be str, int or bool")
+        return _typed_enum(list(args))
+    if _is_enum(tp):
+        return _typed_enum(_enum_values(tp, where))
+    if isinstance(tp, type) and attrs.has(tp):
+        return _describe_attrs(tp, where, seen)
+    raise TypeError(f"{where}: unsupported type {_type_name(tp)}")
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__name__ if isinstance(tp, type) else repr(tp)
+
+
+def _describe_attrs(cls: type, where: str, seen: tuple[type, ...]) -> dict[str, Any]:
+    if cls in seen:
+        raise TypeError(f"{where}: {cls.__name__} refers to itself; recursive types are refused")
+    hints = typing.get_type_hints(cls, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        name = field.name  # cattrs reads dict keys by field name, not by alias
+        field_where = f"{where} ({cls.__name__}.{field.name})"
+        tp = hints.get(field.name, field.type)
+        if tp is None:
+            raise TypeError(f"{field_where}: the field has no type annotation")
+        schema = describe_type(tp, field_where, seen=(*seen, cls))
+        if "description" in field.metadata and "description" not in schema:
+            schema["description"] = str(field.metadata["description"])
+        if field.default is attrs.NOTHING:
+            required.append(name)
+        else:
+            default = json_default(field.default)
+            if default is not None:
+                schema["default"] = default[0]
+        properties[name] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def json_default(value: object) -> tuple[Any] | None:
+    """``(value,)`` as a JSON value when a default can be shown in a schema, else ``None``."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if type(value) in _JSON_VALUES:
+        if type(value) is float and not math.isfinite(value):
+            return None
+        return (value,)
+    return None
+
+
+# -- the strict converter ---------------------------------------------------------------------
+
+
+def _structure_str(value: object, _: Any) -> str:
+    if type(value) is not str:
+        raise _mismatch("string", value)
+    return value
+
+
+def _structure_bool(value: object, _: Any) -> bool:
+    if type(value) is not bool:
+        raise _mismatch("boolean", value)
+    return value
+
+
+def _structure_int(value: object, _: Any) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        return int(value)
+    raise _mismatch("integer", value)
+
+
+def _structure_float(value: object, _: Any) -> float:
+    if type(value) in (int, float) and math.isfinite(value):  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]
+    raise _mismatch("finite number", value)
+
+
+def _exact_member(allowed: tuple[Any, ...], value: object) -> bool:
+    # ``in`` would accept True for 1 and 1.0 for 1: compare type and value.
+    return any(type(value) is type(a) and value == a for a in allowed)
+
+
+def _literal_factory(tp: Any, _: cattrs.Converter) -> Callable[[object, Any], Any]:
+    allowed = typing.get_args(tp)
+
+    def structure(value: object, _: Any) -> Any:
+        if not _exact_member(allowed, value):
+            raise ArgumentMismatch(f"expected one of {list(allowed)!r}")
+        return value
+
+    return structure
+
+
+def _enum_factory(tp: Any, _: cattrs.Converter) -> Callable[[object, Any], Any]:
+    members = {(type(m.value), m.value): m for m in tp}
+
+    def structure(value: object, _: Any) -> Any:
+        member = members.get((type(value), value)) if type(value) in (str, int) else None
+        if member is None:
+            raise ArgumentMismatch(f"expected one of {[m.value for m in tp]!r}")
+        return member
+
+    return structure
+
+
+def _noted(exc: Exception, index: int | str, tp: Any) -> Exception:
+    note = IterableValidationNote(f"Structuring @ {index!r}", index, tp)
+    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+    return exc
+
+
+def _list_factory(tp: Any, conv: cattrs.Converter) -> Callable[[object, Any], Any]:
+    (item_type,) = typing.get_args(tp)
+
+    def structure(value: object, _: Any) -> list[Any]:
+        if type(value) is not list:
+            raise _mismatch("array", value)
+        hook = conv.get_structure_hook(item_type)
+        out: list[Any] = []
+        errors: list[Exception] = []
+        for index, item in enumerate(value):
+            try:
+                out.append(hook(item, item_type))
+            except Exception as exc:
+                errors.append(_noted(exc, index, item_type))
+        if errors:
+            raise IterableValidationError("invalid items", errors, tp)
+        return out
+
+    return structure
+
+
+def _dict_factory(tp: Any, conv: cattrs.Converter) -> Callable[[object, Any], Any]:
+    _, value_type = typing.get_args(tp)
+
+    def structure(value: object, _: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise _mismatch("object", value)
+        hook = conv.get_structure_hook(value_type)
+        out: dict[str, Any] = {}
+        errors: list[Exception] = []
+        for key, item in value.items():
+            if type(key) is not str:
+                errors.append(_noted(_mismatch("string key", key), repr(key), str))
+                continue
+            try:
+                out[key] = hook(item, value_type)
+            except Exception as exc:
+                errors.append(_noted(exc, key, value_type))
+        if errors:
+            raise IterableValidationError("invalid values", errors, tp)
+        return out
+
+    return structure
+
+
+def _attrs_factory(tp: Any, conv: cattrs.Converter) -> Callable[[object, Any], Any]:
+    generated = cattrs.gen.make_dict_structure_fn(
+        tp, conv, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=True
+    )
+
+    def structure(value: object, _: Any) -> Any:
+        if type(value) is not dict:
+            raise _mismatch("object", value)
+        return generated(value, tp)
+
+    return structure
+
+
+def _is_list(tp: Any) -> bool:
+    return typing.get_origin(tp) is list
+
+
+def _is_dict(tp: Any) -> bool:
+    return typing.get_origin(tp) is dict
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is typing.Literal
+
+
+def _is_attrs(tp: Any) -> bool:
+    return isinstance(tp, type) and attrs.has(tp)
+
+
+def strict_converter() -> cattrs.Converter:
+    """A cattrs converter that refuses every coercion (see the module docstring)."""
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(str, _structure_str)
+    conv.register_structure_hook(bool, _structure_bool)
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook_factory(_is_literal, _literal_factory)
+    conv.register_structure_hook_factory(_is_enum, _enum_factory)
+    conv.register_structure_hook_factory(_is_list, _list_factory)
+    conv.register_structure_hook_factory(_is_dict, _dict_factory)
+    conv.register_structure_hook_factory(_is_attrs, _attrs_factory)
+    return conv
+
+
+def _format(exc: BaseException, tp: type | None) -> str:
+    if isinstance(exc, ArgumentMismatch):
+        return str(exc)
+    return format_exception(exc, tp)
+
+
+def format_errors(exc: BaseException) -> str:
+    """One line of ``reason @ $.path`` parts for a structuring failure."""
+    if isinstance(exc, ClassValidationError | IterableValidationError | ArgumentMismatch):
+        return "; ".join(cattrs.transform_error(exc, "$", _format))
+    return f"{_format(exc, None)} @ $"

@@ -1,0 +1,65 @@
+"""``nr-llm new-tool NAME``: scaffold a tool package that installs and passes its own tests."""
+
+from __future__ import annotations
+
+import keyword
+import re
+import string
+from pathlib import Path
+from typing import Final
+
+import click
+
+from nr_llm_core.cli._templates import TEMPLATES
+
+__all__ = ["new_tool", "scaffold"]
+
+# A tool name that is also a Python identifier, so the function can carry the name.
+_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def scaffold(name: str, parent: Path) -> Path:
+    """Write the package for tool ``name`` into ``parent/nr-llm-<name>`` and return that path.
+
+    Raises ``ValueError`` for a name that is not a lowercase identifier of at most 64
+    characters, and ``FileExistsError`` when the directory exists.
+    """
+    if _NAME_RE.fullmatch(name) is None or keyword.iskeyword(name):
+        raise ValueError(
+            f"{name!r} is not a tool name: use lowercase letters, digits and underscores, "
+            "starting with a letter (at most 64 characters)"
+        )
+    values = {
+        "name": name,
+        "module": f"nr_llm_{name}",
+        "dist": "nr-llm-" + name.replace("_", "-"),
+    }
+    root = parent / values["dist"]
+    if root.exists():
+        raise FileExistsError(f"{root} already exists")
+    for rel, content in TEMPLATES.items():
+        path = root / string.Template(rel).substitute(values)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(string.Template(content).substitute(values), encoding="utf-8")
+    return root
+
+
+@click.command("new-tool")
+@click.argument("name")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(),
+    show_default=True,
+    help="Where to create the package directory.",
+)
+def new_tool(name: str, directory: Path) -> None:
+    """Create nr-llm-NAME/: a tool package with its entry point, the tool, a test, a README."""
+    try:
+        root = scaffold(name, directory)
+    except (ValueError, FileExistsError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        click.echo(f"created {path}")
+    click.echo(f"\nNext:\n  cd {root}\n  pip install -e '.[test]'\n  pytest")

@@ -1,0 +1,262 @@
+"""``@tool``: a typed function becomes a tool plugin, its spec read from signature and docstring.
+
+The decorated name is a :class:`FunctionTool`: a plugin object with the ``tool_spec`` and
+``execute`` hooks, usable as an entry-point target and with :meth:`ToolHost.register`, and
+still callable as the original function. Everything it cannot describe is refused at decoration
+time; arguments a model gets wrong become the invalid-arguments error, never an exception.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
+
+import attrs
+
+from nr_llm_core.arguments import describe_type, format_errors, json_default, strict_converter
+from nr_llm_core.arguments import strip as strip_annotated
+from nr_llm_core.docstrings import parse_docstring
+from nr_llm_core.hooks import ToolContext, hookimpl
+from nr_llm_core.results import DataClass, ToolResult, ToolSpec
+
+__all__ = ["FunctionTool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_MAX_REASON_CHARS: Final = 300
+_CONVERTER: Final = strict_converter()
+
+
+class _Missing:
+    """The default of an argument field whose parameter has a Python default."""
+
+
+_MISSING: Final = _Missing()
+
+
+def _is_context(tp: Any) -> bool:
+    tp = strip_annotated(tp)[0]
+    if tp is ToolContext:
+        return True
+    args = typing.get_args(tp)
+    return typing.get_origin(tp) is not None and set(args) == {ToolContext, type(None)}
+
+
+@final
+class FunctionTool(Generic[P, R]):
+    """A tool plugin made by :func:`tool` from a typed function.
+
+    ``tool_spec()`` returns the spec built at decoration time. ``execute(arguments, context)``
+    structures ``arguments`` with the strict converter, calls the function with the arguments
+    given (absent ones take the function's defaults), and turns a returned ``str`` into
+    :meth:`ToolResult.text`. Calling the object calls the function itself, so it can be tested
+    like one. ``spec`` and ``function`` are the spec and the original function.
+    """
+
+    def __init__(
+        self,
+        function: Callable[P, R],
+        spec: ToolSpec,
+        arguments_class: type,
+        parameters: tuple[str, ...],
+        context_parameter: str | None,
+    ) -> None:
+        self.function = function
+        self.spec = spec
+        self._arguments_class = arguments_class
+        self._parameters = parameters
+        self._context_parameter = context_parameter
+        self.__name__ = getattr(function, "__name__", spec.name)
+        self.__qualname__ = getattr(function, "__qualname__", spec.name)
+        self.__module__ = getattr(function, "__module__", __name__)
+        self.__doc__ = function.__doc__
+        self.__wrapped__ = function
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the original function directly (no validation, no bounding)."""
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.spec.name} ({self.__qualname__})>"
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        """The spec built from the signature and docstring."""
+        return self.spec
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any], context: ToolContext | None) -> object:
+        """Structure ``arguments`` strictly, call the function, return its result."""
+        try:
+            structured: Any = _CONVERTER.structure(arguments, self._arguments_class)
+        except Exception as exc:
+            reason = format_errors(exc)
+            if len(reason) > _MAX_REASON_CHARS:
+                reason = reason[: _MAX_REASON_CHARS - 1] + "…"
+            return ToolResult.error(
+                f'Error: invalid arguments for tool "{self.spec.name}": {reason}'
+            )
+        kwargs: dict[str, Any] = {
+            name: getattr(structured, name)
+            for name in self._parameters
+            if getattr(structured, name) is not _MISSING
+        }
+        if self._context_parameter is not None:
+            kwargs[self._context_parameter] = context
+        call: Callable[..., object] = self.function  # the kwargs were built from its signature
+        value = call(**kwargs)
+        if type(value) is str:
+            return ToolResult.text(value)
+        # A ToolResult goes on as it is; anything else is left for the seam to refuse.
+        return value
+
+
+def _build(
+    function: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    group: str | None,
+    data_class: DataClass | str | None,
+    requires_approval: bool,
+    enabled_by_default: bool,
+) -> FunctionTool[Any, Any]:
+    where = f"@tool {getattr(function, '__qualname__', repr(function))}"
+    if isinstance(function, FunctionTool):
+        raise TypeError(f"{where}: is already a tool")
+    if not callable(function) or inspect.isclass(function):
+        raise TypeError(f"{where}: @tool decorates a function")
+    if inspect.iscoroutinefunction(function):
+        raise TypeError(f"{where}: async functions are not supported")
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"{where}: cannot resolve the type annotations ({exc})") from None
+    summary, param_docs = parse_docstring(function.__doc__ or "")
+    description = summary if description is None else description
+    if not description:
+        raise TypeError(f"{where}: needs a docstring (its first paragraph describes the tool)")
+
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    fields: dict[str, Any] = {}
+    context_parameter: str | None = None
+    for param in inspect.signature(function).parameters.values():
+        at = f"{where}, parameter {param.name!r}"
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{at}: *args and **kwargs cannot be described as a JSON Schema")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise TypeError(f"{at}: positional-only parameters are not supported")
+        if param.name not in hints:
+            raise TypeError(f"{at}: has no type annotation")
+        tp = hints[param.name]
+        if _is_context(tp):
+            context_parameter = param.name
+            continue
+        try:
+            schema = describe_type(tp, at)
+        except TypeError:
+            raise
+        except Exception as exc:  # a broken attrs class or annotation
+            raise TypeError(f"{at}: cannot be described ({exc})") from None
+        if "description" not in schema and param.name in param_docs:
+            schema["description"] = param_docs[param.name]
+        if param.default is param.empty:
+            required.append(param.name)
+            fields[param.name] = attrs.field(type=strip_annotated(tp)[0])
+        else:
+            shown = json_default(param.default)
+            if shown is not None:
+                schema["default"] = shown[0]
+            fields[param.name] = attrs.field(type=strip_annotated(tp)[0], default=_MISSING)
+        properties[param.name] = schema
+
+    tool_name = name if name is not None else function.__name__
+    try:
+        spec = ToolSpec(
+            tool_name,
+            description,
+            {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+            group=group,
+            data_class=data_class,
+            requires_approval=requires_approval,
+            enabled_by_default=enabled_by_default,
+        )
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{where}: {exc}") from None
+    # cattrs generates code named after the class: keep the name an identifier.
+    class_name = "Arguments_" + re.sub(r"\W", "_", tool_name)
+    arguments_class = attrs.make_class(class_name, fields, kw_only=True)
+    try:
+        _CONVERTER.get_structure_hook(arguments_class)  # generated now, not at the first call
+    except Exception as exc:
+        raise TypeError(f"{where}: cannot build the argument converter ({exc})") from None
+    return FunctionTool(
+        function, spec, arguments_class, tuple(fields), context_parameter=context_parameter
+    )
+
+
+@overload
+def tool(function: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    group: str | None = None,
+    data_class: DataClass | str | None = None,
+    requires_approval: bool = False,
+    enabled_by_default: bool = True,
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    group: str | None = None,
+    data_class: DataClass | str | None = None,
+    requires_approval: bool = False,
+    enabled_by_default: bool = True,
+) -> Any:
+    """Turn a typed function into a tool plugin (a :class:`FunctionTool`).
+
+    Use it bare (``@tool``) or with metadata (``@tool(group="git", data_class="internal")``).
+    The name is the function's name unless ``name`` is given; the description is the first
+    paragraph of the docstring unless ``description`` is given; parameter descriptions come
+    from an ``Args:`` (Google) or ``Parameters`` (NumPy) section or from
+    ``Annotated[T, "description"]``. Parameters without a default are required. A parameter
+    annotated ``ToolContext`` (or ``ToolContext | None``) receives the call's context and is
+    not part of the schema. The function returns a ``str`` or a :class:`ToolResult`.
+
+    Raises ``TypeError`` at decoration time, naming the function and the parameter, for what
+    cannot be described: a missing annotation, ``*args``/``**kwargs``, an unsupported type.
+    """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "group": group,
+        "data_class": data_class,
+        "requires_approval": requires_approval,
+        "enabled_by_default": enabled_by_default,
+    }
+    if function is not None:
+        return _build(function, **options)
+
+    def decorate(fn: Callable[..., Any]) -> FunctionTool[Any, Any]:
+        return _build(fn, **options)
+
+    return decorate
