@@ -18,6 +18,7 @@ _COMMANDS: dict[str, str] = {
     "tools": "nr_llm_core.cli.tools:tools",
     "doctor": "nr_llm_core.cli.tools:doctor",
     "run": "nr_llm_core.cli.run:run",
+    "playground": "nr_llm_core.cli.playground:playground",
 }
 
 
