@@ -18,6 +18,8 @@ _COMMANDS: dict[str, str] = {
     "tools": "nr_llm_core.cli.tools:tools",
     "doctor": "nr_llm_core.cli.tools:doctor",
     "run": "nr_llm_core.cli.run:run",
+    "runs": "nr_llm_core.cli.runs:runs",
+    "privacy": "nr_llm_core.cli.runs:privacy",
     "playground": "nr_llm_core.cli.playground:playground",
 }
 
