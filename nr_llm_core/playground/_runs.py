@@ -168,7 +168,7 @@ class RunManager:
             self.host,
             max_iterations=max_rounds,
             privacy=privacy,
-            persister=None if self.store is None else self.store.recorder,
+            persister=None if self.store is None else self.store.persister,
             trace_listeners=[stream],
             tool_timeout=self.tool_timeout,
         )
