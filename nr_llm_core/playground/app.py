@@ -38,6 +38,7 @@ _MAX_PROMPT: Final = 100_000
 _STATIC: Final = {
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

@@ -580,6 +580,7 @@
       state.config.providers[0]);
     renderToolList();
     renderToolPicker();
+    window.addEventListener("hashchange", () => show(location.hash.slice(1)));
     document.body.dataset.ready = "true";
     show(location.hash.slice(1));
   }
