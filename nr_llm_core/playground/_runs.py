@@ -36,7 +36,7 @@ logger = logging.getLogger("nr_llm.playground")
 
 #: Makes a fresh provider for one run.
 ProviderFactory = Callable[[], Provider]
-_KEEP_TRACES: Final = 500
+_KEEP_TRACES: Final = 64  # recent runs kept in memory (every step, unfiltered)
 _KEEP_WAITING: Final = 500
 Event = dict[str, Any]
 
