@@ -36,6 +36,7 @@ NDJSON: Final = "application/x-ndjson"
 _MAX_BODY: Final = 1_000_000
 _MAX_PROMPT: Final = 100_000
 _STATIC: Final = {
+    "render.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",

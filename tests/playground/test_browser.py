@@ -7,6 +7,7 @@ tests: CI installs it (``scripts/test``), and a skipped browser test would hide 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,39 @@ def test_a_table_renders_exactly_the_cells_given(page: Any, server: PlaygroundSe
     # The invisible characters are shown as escapes in their own marked spans.
     marks = _texts(rows.nth(2).locator("span.ctl"))
     assert marks == ["\\u202e", "\\u202c", "\\u200b", "\\x07"]
+    _no_script_ran(page)
+
+
+ODD_ARTIFACTS = [
+    {"type": "chart", "label": "unknown type", "data": {"points": [1, 2]}},
+    {"type": "table", "label": "short row", "data": {"columns": ["a", "b"], "rows": [["1"]]}},
+    {"type": "table", "label": "number cell", "data": {"columns": ["a"], "rows": [[1]]}},
+    {"type": "text", "label": "number text", "data": {"text": 5}},
+    {"type": "table", "label": "no rows", "data": {"columns": ["a"]}},
+]
+
+
+def test_unknown_and_malformed_artifacts_render_as_json(
+    page: Any, server: PlaygroundServer
+) -> None:
+    # The server only ever sends bounded TABLE/TEXT artifacts; the renderer must still cope
+    # with anything, so it is called directly with shapes the host would never produce.
+    _open(page, server, "tools")
+    rendered = page.evaluate(
+        """(artifacts) => {
+            const box = document.createElement("div");
+            box.id = "odd";
+            window.nrLlm.renderArtifacts(box, artifacts);
+            document.body.appendChild(box);
+            return [...box.querySelectorAll("figure")].map(
+                (f) => [f.dataset.render, f.querySelector("pre").textContent]);
+        }""",
+        ODD_ARTIFACTS,
+    )
+    assert [r[0] for r in rendered] == ["json"] * len(ODD_ARTIFACTS)
+    assert [json.loads(r[1]) for r in rendered] == ODD_ARTIFACTS
+    assert page.locator("#odd table").count() == 0
+    page.evaluate("document.getElementById('odd').remove()")
     _no_script_ran(page)
 
 

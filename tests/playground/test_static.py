@@ -16,8 +16,9 @@ def _read(name: str) -> str:
     return STATIC.joinpath(name).read_text(encoding="utf-8")
 
 
-def test_the_script_never_parses_markup() -> None:
-    script = _read("app.js")
+@pytest.mark.parametrize("name", [n for n in sorted(_STATIC) if n.endswith(".js")])
+def test_the_scripts_never_parse_markup(name: str) -> None:
+    script = _read(name)
     for sink in (
         "innerHTML",
         "outerHTML",
@@ -37,7 +38,8 @@ def test_the_script_never_parses_markup() -> None:
 def test_the_page_has_no_inline_script_or_style() -> None:
     page = _read("index.html")
     assert re.findall(r"<script\b[^>]*>", page) == [
-        '<script src="/static/app.js?token={{token}}" defer>'
+        '<script src="/static/render.js?token={{token}}" defer>',
+        '<script src="/static/app.js?token={{token}}" defer>',
     ]
     assert "<style" not in page
     assert not re.search(r"\sstyle=", page)
