@@ -106,18 +106,25 @@ class _Stream:
         self.trace = trace
         self._send_context(trace.run_id)
         record = step.to_dict()
+        try:
+            persisted = persisted_record(record, self._level)
+        except Exception:  # the filter does not raise; if it ever did, the step is still shown
+            logger.exception("the privacy filter raised on a %s step", step.kind)
+            persisted = {"unavailable": "the privacy filter failed on this step"}
         self._emit(
             {
                 "event": "step",
                 "run_id": trace.run_id,
                 "index": self._index,
                 "step": record,
-                "persisted": persisted_record(record, self._level),
+                "persisted": persisted,
             }
         )
         self._index += 1
 
     def finish(self, event: Event) -> None:
+        if event.get("run_id") is None and self.trace is not None:
+            event = {**event, "run_id": self.trace.run_id}
         self._send_context(event.get("run_id"))
         self._emit(event)
         self._emit(None)

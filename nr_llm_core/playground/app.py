@@ -93,7 +93,7 @@ async def _respond(request: Request, events: AsyncIterator[dict[str, Any]]) -> R
 
         return StreamingResponse(lines(), media_type=NDJSON, headers={"x-accel-buffering": "no"})
     collected = [event async for event in events]
-    return _json({"run_id": collected[-1].get("run_id"), "events": collected})
+    return _json({"run_id": collected[0].get("run_id"), "events": collected})
 
 
 def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequest:
@@ -186,6 +186,11 @@ def create_app(
         except _BadRequest as exc:
             return _error(400, str(exc))
         name = request.path_params["name"]
+        # Picking the tool and pressing "Approve and run" is the approval; a request without
+        # it does not run a tool that requires one.
+        needs_approval = name in host.names() and host.spec(name).requires_approval
+        if needs_approval and body.get("approved") is not True:
+            return _error(409, "this tool requires approval: send approved=true to run it")
         level = resolve_level(body.get("privacy", default_level()))
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(

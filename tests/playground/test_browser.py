@@ -197,6 +197,19 @@ def test_the_example_arguments_come_from_the_schema(page: Any, server: Playgroun
     assert page.input_value("#tool-args").replace(" ", "").replace("\n", "") == '{"text":"hello"}'
 
 
+def test_a_tool_that_requires_approval_runs_on_approve_and_run(
+    page: Any, server: PlaygroundServer
+) -> None:
+    _open(page, server, "tools")
+    page.click("button[data-tool=transfer]")
+    assert page.inner_text("#tool-run") == "Approve and run"
+    page.click("#tool-run")
+    page.click("#tool-output button[data-tab=Content]")
+    assert page.locator("#tool-output .tab-panel pre").inner_text() == "transferred"
+    page.click("button[data-tool=echo]")
+    assert page.inner_text("#tool-run") == "Run tool"
+
+
 def _kinds(page: Any) -> list[str]:
     items = page.locator("#run-steps > li")
     return [items.nth(i).get_attribute("data-kind") for i in range(items.count())]

@@ -181,6 +181,16 @@ def test_invoke_reports_tool_errors_as_results(client: httpx.Client) -> None:
     assert bad["is_error"] and bad["content"].startswith('Error: invalid arguments for tool "echo"')
 
 
+def test_invoking_a_tool_that_requires_approval_needs_the_approval(client: httpx.Client) -> None:
+    refused = client.post("/api/tools/transfer/invoke", json={"arguments": {}})
+    assert refused.status_code == 409
+    for approved in (1, "true", None):
+        body = {"arguments": {}, "approved": approved}
+        assert client.post("/api/tools/transfer/invoke", json=body).status_code == 409
+    ran = client.post("/api/tools/transfer/invoke", json={"arguments": {}, "approved": True})
+    assert ran.json()["content"] == "transferred"
+
+
 def test_invoke_shows_the_omitted_marker(client: httpx.Client) -> None:
     body = client.post("/api/tools/huge/invoke", json={"arguments": {}}).json()
     assert body["artifacts"] == [

@@ -81,7 +81,9 @@
     if (tool.requires_approval) meta.appendChild(el("span", "chip warn", "requires approval"));
     if (!tool.enabled) meta.appendChild(el("span", "chip warn", "disabled"));
     document.getElementById("tool-args").value = pretty(tool.example ?? {});
-    document.getElementById("tool-run").disabled = false;
+    const run = document.getElementById("tool-run");
+    run.textContent = tool.requires_approval ? "Approve and run" : "Run tool";
+    run.disabled = false;
     clear(document.getElementById("tool-output"));
   }
 
@@ -115,7 +117,11 @@
     output.appendChild(el("p", "muted", "Running …"));
     try {
       const result = await getJSON("/api/tools/" + encodeURIComponent(state.tool.name) +
-        "/invoke", { arguments: args, privacy: document.getElementById("tool-privacy").value });
+        "/invoke", {
+        arguments: args,
+        privacy: document.getElementById("tool-privacy").value,
+        approved: state.tool.requires_approval,
+      });
       clear(output);
       output.dataset.state = result.is_error ? "error" : "ok";
       output.appendChild(tabs([
