@@ -264,7 +264,7 @@
       list.appendChild(item);
     }
     box.appendChild(list);
-    const row = el("div", "row");
+    const row = el("div", "row wrap");
     for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
       const button = el("button", approved ? "primary" : "danger", label);
       button.type = "button";
@@ -356,7 +356,9 @@
         const item = el("li", "step");
         item.dataset.kind = String(record.step.kind);
         const details = el("details", null, el("summary", null,
-          "#" + record.seq + " · " + record.step.kind + " · round " + record.step.round));
+          "#" + record.seq + " · " + record.step.kind +
+          (record.step.tool_name ? " " + record.step.tool_name : "") +
+          " · round " + record.step.round));
         details.appendChild(jsonBlock(record.step));
         item.appendChild(details);
         list.appendChild(item);
