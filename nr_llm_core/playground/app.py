@@ -178,7 +178,11 @@ def create_app(
         )
 
     async def tools(request: Request) -> Response:
-        return _json({"groups": grouped_tools(host)})
+        errors = [
+            {"distribution": e.distribution, "entry_point": e.entry_point, "reason": e.reason}
+            for e in host.load_errors
+        ]
+        return _json({"groups": grouped_tools(host), "load_errors": errors})
 
     async def invoke(request: Request) -> Response:
         try:

@@ -154,7 +154,9 @@ def test_other_methods_are_refused(client: httpx.Client) -> None:
 
 
 def test_tools_are_grouped_with_examples(client: httpx.Client) -> None:
-    groups = client.get("/api/tools").json()["groups"]
+    body = client.get("/api/tools").json()
+    assert body["load_errors"] == []
+    groups = body["groups"]
     assert [g["group"] for g in groups] == ["test"]
     echo = next(t for t in groups[0]["tools"] if t["name"] == "echo")
     assert echo["example"] == {"text": "hello"}

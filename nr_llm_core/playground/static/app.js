@@ -55,7 +55,7 @@
 
   // -- shared state ----------------------------------------------------------------------------
 
-  const state = { config: null, groups: [], tool: null };
+  const state = { config: null, groups: [], loadErrors: [], tool: null };
 
   function fillSelect(select, values, chosen) {
     clear(select);
@@ -87,8 +87,18 @@
     clear(document.getElementById("tool-output"));
   }
 
-  function renderToolList() {
+  function renderToolList(loadErrors) {
     const list = clear(document.getElementById("tool-list"));
+    if (loadErrors.length) {
+      const box = el("div", "banner error", loadErrors.length + " tool(s) could not be loaded:");
+      const items = el("ul");
+      for (const e of loadErrors) {
+        items.appendChild(el("li", null, (e.entry_point || "?") + " (" +
+          (e.distribution || "?") + "): " + e.reason));
+      }
+      box.appendChild(items);
+      list.appendChild(box);
+    }
     for (const group of state.groups) {
       const section = el("div", "group", el("h3", null, group.group));
       for (const tool of group.tools) {
@@ -423,7 +433,9 @@
     document.getElementById("runs-refresh").addEventListener("click", loadRuns);
     try {
       state.config = await getJSON("/api/config");
-      state.groups = (await getJSON("/api/tools")).groups;
+      const tools = await getJSON("/api/tools");
+      state.groups = tools.groups;
+      state.loadErrors = tools.load_errors;
     } catch (error) {
       showError("Could not load the playground: " + error.message);
       return;
@@ -433,7 +445,7 @@
     fillSelect(document.getElementById("agent-privacy"), levels, state.config.default_privacy);
     fillSelect(document.getElementById("agent-provider"), state.config.providers,
       state.config.providers[0]);
-    renderToolList();
+    renderToolList(state.loadErrors);
     renderToolPicker();
     window.addEventListener("hashchange", () => show(location.hash.slice(1)));
     document.body.dataset.ready = "true";
