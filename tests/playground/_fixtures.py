@@ -19,7 +19,7 @@ TABLE_COLUMNS = ["id", "<b>name</b>", "note"]
 TABLE_ROWS = [
     ["1", "Ada", "<img src=x onerror=window.__pwned=5>"],
     ["2", "Grace", XSS_LINK],
-    ["3", "Bidi \u202eevil\u202c", "zero\u200bwidth\x07bell"],
+    ["3", "Bidi \u202eevil\u202c", "zero\u200bwidth\x07bell\x00nul\x1b[31mansi\x9bc1"],
 ]
 
 #: Released by a test once it has seen the first steps of a gated run.

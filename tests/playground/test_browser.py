@@ -143,7 +143,7 @@ def test_a_table_renders_exactly_the_cells_given(page: Any, server: PlaygroundSe
         assert _texts(cells) == [visible(cell) for cell in expected]
     # The invisible characters are shown as escapes in their own marked spans.
     marks = _texts(rows.nth(2).locator("span.ctl"))
-    assert marks == ["\\u202e", "\\u202c", "\\u200b", "\\x07"]
+    assert marks == ["\\u202e", "\\u202c", "\\u200b", "\\x07", "\\x00", "\\x1b", "\\x9b"]
     _no_script_ran(page)
 
 
