@@ -280,15 +280,28 @@ def test_the_runs_view_lists_the_store(page: Any, server: PlaygroundServer) -> N
 def test_phone_width(browser: Any, server: PlaygroundServer) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+
+    def fits(name: str) -> None:
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"the {name} page scrolls sideways on a phone"
+        _shot(page, f"{name}-phone")
+
     try:
         page.goto(f"{server.url}#tools")
         page.wait_for_selector("body[data-ready=true]")
         page.click("button[data-tool=payload]")
         page.click("#tool-run")
         page.wait_for_selector("#tool-output figure")
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390, "the page scrolls sideways on a phone"
-        _shot(page, "tools-phone")
+        fits("tools")
+        page.click("button.nav[data-view=agent]")
+        page.select_option("#agent-provider", "echoes")
+        page.click("#agent-run")
+        page.wait_for_selector("#run-status[data-state=done]")
+        fits("agent")
+        page.click("button.nav[data-view=runs]")
+        page.wait_for_selector("#runs-table tbody tr")
+        fits("runs")
     finally:
         context.close()
 

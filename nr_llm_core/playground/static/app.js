@@ -396,10 +396,11 @@
       table.appendChild(el("thead", null, head));
       const body = el("tbody");
       for (const run of data.runs) {
-        const open = el("button", "link", run.id);
+        const open = el("button", "link", run.id.slice(0, 12));
         open.type = "button";
+        open.title = run.id;
         open.addEventListener("click", () => showRun(run.id));
-        const row = el("tr", null, el("td", null, run.started_at), el("td", null, run.status),
+        const row = el("tr", null, el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)), el("td", null, run.status),
           el("td", null, open), el("td", null, String(run.steps)),
           el("td", null, run.privacy_level), el("td", null, run.termination_reason || ""));
         body.appendChild(row);
