@@ -1,8 +1,9 @@
 """The ``system`` group: environment variables (masked or raw) and the host's status.
 
-``get_env`` masks in three steps, in this order: the whole value of a variable whose name looks
-like a credential; the password part of every URL; then every secret shape in the catalogue
-(bearer tokens, JWTs, PEM private keys, well-known API-key prefixes, ``token=`` values).
+``get_env`` masks in two steps, in this order: the whole value of a variable whose name looks
+like a credential; then every secret shape of the project's one catalogue
+(:mod:`nr_llm_core.redaction`: URL credentials, bearer tokens, JWTs, PEM private keys, API keys,
+``token=`` values, card numbers, emails).
 ``get_env_raw`` masks nothing: it is declared secret-adjacent and is disabled by default.
 """
 
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import threading
 from typing import Any, Final, final
 
 from builtin_tools._config import CREDENTIAL_PATTERNS, matches_any
 from nr_llm_core.hooks import hookimpl
+from nr_llm_core.redaction import mask_secrets
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 
 __all__ = ["GetEnv", "GetEnvRaw", "SystemStatus"]
@@ -33,34 +34,6 @@ _ENV_NAME: Final = {"type": "string", "minLength": 1, "maxLength": 256}
 #: mean a secret in an environment variable's name (``DATABASE_KEY``, ``SMTP_PASS``).
 _SECRET_NAME_PATTERNS: Final = (*CREDENTIAL_PATTERNS, "key", "pass", "auth", "dsn", "private")
 
-_URL_PASSWORD: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://[^:/@\s]{0,256}:)[^@\s/]+@")
-
-# TODO(lead): switch to nr_llm_core.redaction (the project's one secret-shape catalogue) at merge.
-_SECRET_SHAPES: Final = (
-    re.compile(
-        r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,20000}?"
-        r"-----END [A-Z ]{0,40}PRIVATE KEY-----"
-    ),
-    re.compile(r"(?i)\bbearer\s{1,10}[A-Za-z0-9._~+/=-]{8,}"),
-    # Bounded runs: a value made of many "eyJ" starts costs O(n * 4096), not O(n**2).
-    re.compile(r"\beyJ[A-Za-z0-9_-]{5,4096}\.[A-Za-z0-9_-]{5,4096}\.[A-Za-z0-9_-]{5,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
-)
-_TOKEN_QUERY: Final = re.compile(r"(?i)([?&;](?:access_|refresh_|id_)?token=)[^&\s#]+")
-
-
-def _mask_secrets(text: str) -> str:
-    """``text`` with every secret shape of the (small, private) catalogue masked."""
-    # TODO(lead): switch to nr_llm_core.redaction; this stands in for it until the merge.
-    for shape in _SECRET_SHAPES:
-        text = shape.sub(MASK, text)
-    return _TOKEN_QUERY.sub(lambda m: m.group(1) + MASK, text)
-
 
 def masked_value(name: str, value: str) -> str:
     """The value ``get_env`` shows for one variable."""
@@ -68,8 +41,8 @@ def masked_value(name: str, value: str) -> str:
         return MASK
     if len(value) > MAX_MASKED_CHARS:
         return f"<{len(value)} characters, not shown>"
-    value = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)
-    return _mask_secrets(value)
+    # The project's one catalogue of secret shapes (URL credentials, keys, tokens, JWTs …).
+    return mask_secrets(value)
 
 
 def _cap(value: str) -> str:

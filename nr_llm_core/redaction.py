@@ -38,6 +38,7 @@ __all__ = [
     "is_sensitive_key",
     "luhn_valid",
     "mask",
+    "mask_secrets",
     "redact_text",
     "redact_value",
 ]
@@ -188,7 +189,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "url-credentials",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"
-        r"(?P<secret>[^\s/?#@:]{1,256}:[^\s/?#]+)@",
+        r"(?P<secret>[^\s/?#@:]{0,256}:[^\s/?#]+)@",  # redis://:password@host too
         _keep_prefix("url-credentials"),
     ),
     SecretPattern(
@@ -246,6 +247,15 @@ def _mask_secrets(text: str) -> str:
             break
         text = masked
     return text
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every secret shape of the catalogue masked, at any length (no cap).
+
+    For callers that bound their input themselves (``get_env`` shows whole values);
+    :func:`redact_text` is this plus the 2,000-character cap.
+    """
+    return _mask_secrets(text)
 
 
 def redact_text(text: str) -> str:

@@ -70,6 +70,7 @@ def test_file_is_wal_owner_only_and_at_the_current_schema(
 
 
 def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NR_LLM_DB")
     assert default_db_path() == Path(".nr-llm") / "audit.db"
     monkeypatch.setenv("NR_LLM_DB", str(tmp_path / "x.db"))
     assert default_db_path() == tmp_path / "x.db"

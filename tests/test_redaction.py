@@ -51,6 +51,7 @@ IN_CONTEXT = [
     ("Authorization: Bearer abc.DEF-123_xyz=", "abc.DEF-123_xyz=", "Authorization: Bearer "),
     ("header Basic dXNlcjpodW50ZXIy end", "dXNlcjpodW50ZXIy", "header Basic "),
     ("postgres://admin:s3cr3t@db.internal:5432/app", "admin:s3cr3t", "@db.internal:5432/app"),
+    ("redis://:hunter2pw@cache:6379/0", ":hunter2pw", "@cache:6379/0"),
     ("https://api.example.com/v1?token=abc123&page=2", "abc123", "&page=2"),
     ("GET /x?api_key=ZZZ999 HTTP/1.1", "ZZZ999", " HTTP/1.1"),
     ('{"password": "hunter2"}', "hunter2", '{"password": "'),

@@ -16,9 +16,10 @@ import click
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError, default_db_path
 from nr_llm_core.cli._output import render_table, visible
+from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
-__all__ = ["db_option", "open_persister", "privacy", "runs"]
+__all__ = ["approve_run", "db_option", "deny_run", "open_persister", "privacy", "runs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,6 +128,67 @@ def show_run(run_id: str, db: Path | None) -> None:
         click.echo(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
         click.echo(visible(step["payload"], keep_newlines=False))
+
+
+def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, options: Any) -> None:
+    # Imported here: the loop and providers are only needed when a run is resumed.
+    from nr_llm_core.approval import SuspendedRunState
+    from nr_llm_core.cli.run import report
+    from nr_llm_core.errors import ApprovalError
+    from nr_llm_core.host import ToolHost
+    from nr_llm_core.loop import ToolLoop
+    from nr_llm_core.messages import Role
+    from nr_llm_core.providers import ScriptedProvider
+
+    store = open_persister(db)
+    if store is None:
+        _no_database(db)
+        raise SystemExit(1)
+    with store:
+        data = store.load_suspended(run_id)
+        if data is None:
+            raise click.ClickException(
+                f"run {visible(run_id, keep_newlines=False)!r} is not waiting for approval"
+            )
+        state = SuspendedRunState.from_dict(data)
+        provider = make_provider(options.pop("provider"), **options)
+        if isinstance(provider, ScriptedProvider):
+            # A script is stateless across processes: it goes on after the turns already played.
+            provider.position = sum(1 for m in state.messages if m.role is Role.ASSISTANT)
+        loop = ToolLoop(provider, ToolHost.discover(), persister=store)
+        try:
+            result = loop.resume(run_id, approved=approve, digest=digest)
+        except ApprovalError as exc:
+            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    report(result)
+
+
+def _decision_command(approve: bool) -> Callable[..., None]:
+    verb = "approve" if approve else "deny"
+
+    @runs.command(verb)
+    @click.argument("run_id")
+    @click.option(
+        "--digest",
+        default=None,
+        help="The digest shown with the pending calls: refuses the decision if the turn changed.",
+    )
+    @db_option
+    @provider_options
+    def decide(run_id: str, digest: str | None, db: Path | None, **options: Any) -> None:
+        _decide(run_id, approve, digest, db, options)
+
+    decide.__doc__ = (
+        f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
+        "The run goes on with the given provider (default: the scripted demo, from the turn "
+        "it had reached)."
+    )
+    decide.help = decide.__doc__
+    return decide
+
+
+approve_run = _decision_command(True)
+deny_run = _decision_command(False)
 
 
 @click.group()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -198,9 +197,7 @@ def test_catastrophic_regex_is_stopped(
 ) -> None:
     monkeypatch.setenv("NR_LLM_FILES_SEARCH_TIMEOUT", "1")
     (root / "evil.txt").write_text("a" * 40 + "!\n" + "word " * 30 + "!\n")
-    started = time.monotonic()
     result = invoke("search_files", {"query": pattern, "regex": True})
-    assert time.monotonic() - started < 10
     assert result.is_error
     assert result.content.startswith("Search timed out after 1 s")
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-import time
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from builtin_tools.system import _mask_secrets, masked_value
+from builtin_tools.system import masked_value
 from builtin_tools.utility import CalculationError, evaluate
 from nr_llm_core import ToolResult
 
@@ -20,7 +21,7 @@ SECRET_ENV = {
     "NRT_GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
     "NRT_DB_PASSWORD": "plain-words-only",
     "NRT_STRIPE_KEY": "rk_live_notashape",
-    "NRT_NOTE": "Authorization: Bearer abcdefghijklmnop and https://x.test/cb?token=abc123&x=1",
+    "NRT_NOTE": "Authorization: Bearer abcd1234efgh5678 and https://x.test/cb?token=abc123&x=1",
     "NRT_JWT_HOLDER": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
     "NRT_AWS": "AKIAABCDEFGHIJKLMNOP",
     "NRT_OPENAI": "sk-proj-abcdefghijklmnopqrstuvwx",
@@ -32,7 +33,7 @@ SECRETS = (
     "ghp_abc",
     "plain-words-only",
     "rk_live",
-    "abcdefghijklmnop",
+    "abcd1234efgh",
     "abc123",
     "dozjgNryP4J3jVmNHl0w5N",
     "AKIAABCD",
@@ -53,17 +54,21 @@ def test_get_env_masks_names_urls_and_shapes(invoke: Invoke, secret_env: None) -
     for secret in SECRETS:
         assert secret not in result.content, secret
     lines = dict(line.split("=", 1) for line in result.content.splitlines())
-    assert lines["NRT_DATABASE_URL"] == "postgresql://app:****@db.internal:5432/shop"
+    assert (
+        lines["NRT_DATABASE_URL"] == "postgresql://[REDACTED:url-credentials]@db.internal:5432/shop"
+    )
     assert lines["NRT_GITHUB_TOKEN"] == "****"
     assert lines["NRT_DB_PASSWORD"] == "****"
     assert lines["NRT_STRIPE_KEY"] == "****"
     assert lines["NRT_PLAIN"] == "just a value"
-    assert "https://x.test/cb?token=****&x=1" in lines["NRT_NOTE"]
+    assert "Bearer [REDACTED:bearer-token]" in lines["NRT_NOTE"]
+    assert "https://x.test/cb?token=[REDACTED:credential-value]&x=1" in lines["NRT_NOTE"]
 
 
 def test_get_env_by_name(invoke: Invoke, secret_env: None) -> None:
     assert invoke("get_env", {"name": "NRT_PLAIN"}).content == "NRT_PLAIN=just a value"
-    assert invoke("get_env", {"name": "NRT_AWS"}).content == "NRT_AWS=****"
+    aws = invoke("get_env", {"name": "NRT_AWS"}).content
+    assert aws == "NRT_AWS=[REDACTED:aws-access-key-id]"
     missing = invoke("get_env", {"name": "NRT_MISSING"})
     assert missing.content == "Environment variable not set: NRT_MISSING"
     none = invoke("get_env", {"prefix": "NO_SUCH_PREFIX_"})
@@ -100,11 +105,24 @@ def test_get_env_raw_is_unmasked_secret_adjacent_and_off_by_default(
         "a://b:" * 3000,
     ],
 )
-def test_masking_is_fast_on_pathological_input(value: str) -> None:
-    started = time.monotonic()
-    _mask_secrets(value)
-    masked_value("NRT_X", value)
-    assert time.monotonic() - started < 2
+def test_masking_finishes_on_pathological_input(value: str) -> None:
+    # Complexity, not speed: a backtracking pattern needs minutes on these inputs, a linear
+    # one milliseconds. The subprocess timeout only turns a hang into a failure.
+    script = (
+        "import sys\n"
+        "from builtin_tools.system import masked_value\n"
+        "masked_value('NRT_X', sys.stdin.read())\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=value,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 def test_very_long_values_are_not_shown(monkeypatch: pytest.MonkeyPatch, invoke: Invoke) -> None:
@@ -120,7 +138,7 @@ def test_very_long_values_are_not_shown(monkeypatch: pytest.MonkeyPatch, invoke:
         ("HOME", "/root", "/root"),
         ("SSH_AUTH_SOCK", "/tmp/agent", "****"),
         ("MY_SECRET", "x", "****"),
-        ("REDIS_URL", "redis://:pw@host:6379", "redis://:****@host:6379"),
+        ("REDIS_URL", "redis://:pw@host:6379", "redis://[REDACTED:url-credentials]@host:6379"),
         ("MIRROR", "https://host/path@v1", "https://host/path@v1"),
     ],
 )
