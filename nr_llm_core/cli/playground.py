@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli.run import make_provider
+from nr_llm_core.cli._providers import make_provider
 
 __all__ = ["playground"]
 
