@@ -22,6 +22,7 @@ _COMMANDS: dict[str, str] = {
     "runs": "nr_llm_core.cli.runs:runs",
     "privacy": "nr_llm_core.cli.runs:privacy",
     "new-tool": "nr_llm_core.cli.new_tool:new_tool",
+    "playground": "nr_llm_core.cli.playground:playground",
 }
 
 

@@ -1,0 +1,85 @@
+"""``nr-llm playground``: the local web inspector (needs the ``playground`` extra)."""
+
+from __future__ import annotations
+
+import os
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nr_llm_core.cli._providers import make_provider
+
+__all__ = ["playground"]
+
+
+def _providers(
+    openai_base_url: str | None, openai_model: str | None, anthropic_model: str | None
+) -> dict[str, Any]:
+    """Scripted always; OpenAI-compatible or Anthropic when configured (flag or env key)."""
+    out: dict[str, Any] = {"scripted": lambda: make_provider("scripted")}
+    if openai_base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        out["openai"] = lambda: make_provider(
+            "openai", model=openai_model, base_url=openai_base_url
+        )
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        out["anthropic"] = lambda: make_provider("anthropic", model=anthropic_model)
+    return out
+
+
+@click.command("playground")
+@click.option("--host", "bind", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (0: any free one).")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Audit database (default: $NR_LLM_DB, else ./.nr-llm/audit.db).",
+)
+@click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@click.option("--openai-base-url", default=None, help="Offer an OpenAI-compatible provider.")
+@click.option("--openai-model", default=None, help="Model for the OpenAI-compatible provider.")
+@click.option("--anthropic-model", default=None, help="Model for Anthropic (ANTHROPIC_API_KEY).")
+@click.option("--tool-timeout", type=click.FloatRange(0.1), default=30.0, show_default=True)
+def playground(
+    bind: str,
+    port: int,
+    db: Path | None,
+    no_open: bool,
+    openai_base_url: str | None,
+    openai_model: str | None,
+    anthropic_model: str | None,
+    tool_timeout: float,
+) -> None:
+    """Serve the local web inspector: run tools and agent runs, and read the audit store."""
+    try:
+        from nr_llm_core.playground import PlaygroundServer
+        from nr_llm_core.playground._store import open_store
+        from nr_llm_core.playground.server import is_loopback
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the playground needs its extra: pip install 'nr-llm[playground]' ({exc.name})"
+        ) from None
+    from nr_llm_core.host import ToolHost
+
+    if not is_loopback(bind):
+        click.echo(
+            f"warning: binding {bind}: the playground is meant for this machine only; "
+            "anyone who can reach it and learns the token can run tools.",
+            err=True,
+        )
+    click.echo("loading tools and the audit store …", err=True)
+    server = PlaygroundServer(
+        ToolHost.discover(),
+        providers=_providers(openai_base_url, openai_model, anthropic_model),
+        store=open_store(db),
+        bind=bind,
+        port=port,
+        tool_timeout=tool_timeout,
+    )
+    click.echo(f"nr-llm playground: {server.url}")
+    click.echo("Keep this URL private: the token in it is the only key. Ctrl-C stops the server.")
+    if not no_open:
+        webbrowser.open(server.url)
+    server.serve()

@@ -1,0 +1,71 @@
+"""Where the playground meets the privacy filter and the audit store (one small module).
+
+The Persisted tabs show :class:`~nr_llm_core.privacy.RunStepPrivacyFilter` output at the
+selected level, the record the audit store keeps for that step; agent runs are recorded in an
+:class:`~nr_llm_core.audit.AgentRunPersister`, which the Runs view reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, final
+
+from nr_llm_core.audit import AgentRunPersister, default_db_path
+from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, resolve_privacy_level
+
+__all__ = ["LEVELS", "Store", "default_level", "open_store", "persisted_record", "resolve_level"]
+
+#: The privacy level names, least kept first.
+LEVELS: Final = tuple(level.value for level in PrivacyLevel)
+_FILTERS: Final = {level.value: RunStepPrivacyFilter(level) for level in PrivacyLevel}
+_RUNS_LISTED: Final = 200
+
+
+def default_level() -> str:
+    """The level a run gets when none is chosen: ``NR_LLM_PRIVACY_LEVEL``, else metadata."""
+    return resolve_privacy_level(None).value
+
+
+def resolve_level(value: object) -> str:
+    """A level name from a request; anything unknown is metadata (never wider)."""
+    if type(value) is str and value.strip().lower() in LEVELS:
+        return value.strip().lower()
+    return PrivacyLevel.METADATA.value
+
+
+def persisted_record(step: Mapping[str, Any], level: str) -> dict[str, Any]:
+    """What the audit store keeps of ``step`` (a ``RunStep.to_dict()``) at ``level``."""
+    return _FILTERS[resolve_level(level)].filter(step)
+
+
+@final
+class Store:
+    """The audit store the playground records agent runs in and lists in the Runs view."""
+
+    def __init__(self, persister: AgentRunPersister) -> None:
+        self.persister = persister
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        """The most recent runs, newest first."""
+        return [dict(r) for r in self.persister.list_runs(_RUNS_LISTED)]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One run and its persisted steps (as stored), or ``None``."""
+        record = self.persister.get_run(run_id)
+        if record is None:
+            return None
+        steps = [{"seq": s["seq"], "step": s["step"]} for s in self.persister.steps(run_id)]
+        return {"run": dict(record), "steps": steps}
+
+    def close(self) -> None:
+        """Close the store's connection."""
+        self.persister.close()
+
+
+def open_store(path: Path | None) -> Store:
+    """The audit store at ``path`` (``None``: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``),
+    created when missing."""
+    target = path if path is not None else default_db_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Store(AgentRunPersister(target))

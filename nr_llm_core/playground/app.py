@@ -1,0 +1,274 @@
+"""The playground's Starlette app: the page, its static files, and the JSON/NDJSON API.
+
+Every JSON body and NDJSON line is written with :func:`~nr_llm_core.encoding.encode_json`. The
+whole app sits behind :class:`~nr_llm_core.playground._guard.TokenGuard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+from collections.abc import AsyncIterator, Collection, Mapping
+from typing import Any, Final, final
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from nr_llm_core.encoding import EncodeError, decode_json, encode_json
+from nr_llm_core.host import ToolHost
+from nr_llm_core.loop import MAX_ITERATIONS_CAP
+from nr_llm_core.playground._guard import Receive, Scope, Send, TokenGuard
+from nr_llm_core.playground._runs import ProviderFactory, ResumeRefused, RunManager, RunRequest
+from nr_llm_core.playground._store import (
+    LEVELS,
+    Store,
+    default_level,
+    resolve_level,
+)
+from nr_llm_core.playground._tools import grouped_tools, invoke_tool
+
+__all__ = ["NDJSON", "PlaygroundApp", "create_app"]
+
+#: The streamed runs' media type.
+NDJSON: Final = "application/x-ndjson"
+_MAX_BODY: Final = 1_000_000
+_MAX_PROMPT: Final = 100_000
+_STATIC: Final = {
+    "render.js": "text/javascript; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(encode_json(value), status_code=status, media_type="application/json")
+
+
+def _error(status: int, reason: str) -> Response:
+    return _json({"error": reason}, status)
+
+
+class _BadRequest(Exception):
+    pass
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise _BadRequest("the body must be application/json")
+    raw = await request.body()
+    if len(raw) > _MAX_BODY:
+        raise _BadRequest("the body is too large")
+    try:
+        data = decode_json(raw)
+    except (ValueError, RecursionError):
+        raise _BadRequest("the body is not valid JSON") from None
+    if type(data) is not dict:
+        raise _BadRequest("the body must be a JSON object")
+    return data
+
+
+def _line(event: Mapping[str, Any]) -> bytes:
+    try:
+        return encode_json(event) + b"\n"
+    except EncodeError:  # cannot happen for bounded steps; never break the stream if it does
+        slim = {k: event[k] for k in ("event", "run_id", "index") if k in event}
+        return encode_json({**slim, "unencodable": True}) + b"\n"
+
+
+def _wants_stream(request: Request) -> bool:
+    accept = request.headers.get("accept", "").lower()
+    return NDJSON in accept or "application/json" not in accept
+
+
+async def _respond(request: Request, events: AsyncIterator[dict[str, Any]]) -> Response:
+    if _wants_stream(request):
+
+        async def lines() -> AsyncIterator[bytes]:
+            async for event in events:
+                yield _line(event)
+
+        return StreamingResponse(lines(), media_type=NDJSON, headers={"x-accel-buffering": "no"})
+    collected = [event async for event in events]
+    return _json({"run_id": collected[0].get("run_id"), "events": collected})
+
+
+def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequest:
+    prompt = body.get("prompt")
+    if type(prompt) is not str or not prompt.strip() or len(prompt) > _MAX_PROMPT:
+        raise _BadRequest(f"prompt must be a non-empty string of at most {_MAX_PROMPT} characters")
+    provider = body.get("provider", "scripted")
+    if provider not in providers:
+        raise _BadRequest("unknown or unconfigured provider")
+    tools = body.get("tools")
+    if tools is not None and (type(tools) is not list or any(type(t) is not str for t in tools)):
+        raise _BadRequest("tools must be a list of tool names")
+    rounds = body.get("max_rounds", 5)
+    if type(rounds) is not int or not 1 <= rounds <= MAX_ITERATIONS_CAP:
+        raise _BadRequest(f"max_rounds must be an integer from 1 to {MAX_ITERATIONS_CAP}")
+    privacy = body.get("privacy")
+    return RunRequest(
+        prompt=prompt,
+        provider=str(provider),
+        allowed=None if tools is None else tuple(tools),
+        max_rounds=rounds,
+        privacy=resolve_level(privacy) if privacy is not None else default_level(),
+    )
+
+
+def _index_page(token: str) -> bytes:
+    template = (
+        importlib.resources.files(__package__)
+        .joinpath("static/index.html")
+        .read_text(encoding="utf-8")
+    )
+    # token_urlsafe output is [A-Za-z0-9_-]: safe in an attribute and a query string.
+    return template.replace("{{token}}", token).encode("utf-8")
+
+
+def _static_files() -> dict[str, bytes]:
+    root = importlib.resources.files(__package__).joinpath("static")
+    return {name: root.joinpath(name).read_bytes() for name in _STATIC}
+
+
+def create_app(
+    host: ToolHost,
+    *,
+    token: str,
+    allowed_hosts: Collection[str],
+    providers: Mapping[str, ProviderFactory],
+    store: Store | None = None,
+    tool_timeout: float | None = 30.0,
+    workers: int = 32,
+) -> PlaygroundApp:
+    """The playground app for ``host``'s tools behind the token guard.
+
+    ``providers`` maps a provider name to a factory (one fresh provider per run; the first is
+    the default); ``store`` is the audit store runs are recorded in and the Runs view reads;
+    ``tool_timeout`` is the per-call limit in seconds; ``workers`` bounds the threads that run
+    tool calls and agent runs at once.
+    """
+    if not providers:
+        raise ValueError("the playground needs at least one provider")
+    manager = RunManager(host, providers, store=store, tool_timeout=tool_timeout, workers=workers)
+    page = _index_page(token)
+    static = _static_files()
+
+    async def index(request: Request) -> Response:
+        return Response(page, media_type="text/html; charset=utf-8")
+
+    async def static_file(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in static:
+            return _error(404, "not found")
+        return Response(static[name], media_type=_STATIC[name])
+
+    async def config(request: Request) -> Response:
+        return _json(
+            {
+                "providers": list(providers),
+                "privacy_levels": list(LEVELS),
+                "default_privacy": default_level(),
+                "max_rounds_cap": MAX_ITERATIONS_CAP,
+                "runs_available": store is not None,
+            }
+        )
+
+    async def tools(request: Request) -> Response:
+        errors = [
+            {"distribution": e.distribution, "entry_point": e.entry_point, "reason": e.reason}
+            for e in host.load_errors
+        ]
+        return _json({"groups": grouped_tools(host), "load_errors": errors})
+
+    async def invoke(request: Request) -> Response:
+        try:
+            body = await _body(request)
+        except _BadRequest as exc:
+            return _error(400, str(exc))
+        name = request.path_params["name"]
+        # Picking the tool and pressing "Approve and run" is the approval; a request without
+        # it does not run a tool that requires one.
+        needs_approval = name in host.names() and host.spec(name).requires_approval
+        if needs_approval and body.get("approved") is not True:
+            return _error(409, "this tool requires approval: send approved=true to run it")
+        level = resolve_level(body.get("privacy", default_level()))
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(
+            manager.executor,
+            lambda: invoke_tool(
+                host, name, body.get("arguments", {}), level=level, timeout=tool_timeout
+            ),
+        )
+        return _json(result)
+
+    async def start_run(request: Request) -> Response:
+        try:
+            run = _run_request(await _body(request), providers)
+        except _BadRequest as exc:
+            return _error(400, str(exc))
+        try:
+            events = manager.start(run)
+        except Exception as exc:  # a provider factory that cannot build (misconfigured)
+            return _error(400, f"the provider could not be set up: {type(exc).__name__}")
+        return await _respond(request, events)
+
+    async def resume_run(request: Request) -> Response:
+        try:
+            body = await _body(request)
+        except _BadRequest as exc:
+            return _error(400, str(exc))
+        approved = body.get("approved")
+        try:
+            waiting = manager.take_waiting(
+                request.path_params["run_id"], body.get("digest"), approved
+            )
+        except ResumeRefused as exc:
+            return _error(exc.status, exc.reason)
+        return await _respond(request, manager.resume(waiting, approved))
+
+    async def list_runs(request: Request) -> Response:
+        if store is None:
+            return _error(404, "no audit store is configured")
+        return _json({"runs": await asyncio.to_thread(store.list_runs)})
+
+    async def run_detail(request: Request) -> Response:
+        if store is None:
+            return _error(404, "no audit store is configured")
+        detail = await asyncio.to_thread(store.run, request.path_params["run_id"])
+        return _error(404, "no such run") if detail is None else _json(detail)
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/static/{name}", static_file, methods=["GET"]),
+        Route("/api/config", config, methods=["GET"]),
+        Route("/api/tools", tools, methods=["GET"]),
+        Route("/api/tools/{name}/invoke", invoke, methods=["POST"]),
+        Route("/api/runs", start_run, methods=["POST"]),
+        Route("/api/runs", list_runs, methods=["GET"]),
+        Route("/api/runs/{run_id}", run_detail, methods=["GET"]),
+        Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
+    ]
+    return PlaygroundApp(
+        TokenGuard(Starlette(routes=routes), token=token, hosts=allowed_hosts), manager, store
+    )
+
+
+@final
+class PlaygroundApp:
+    """The ASGI app (the guard around the routes), with its run manager and store."""
+
+    def __init__(self, guard: TokenGuard, manager: RunManager, store: Store | None) -> None:
+        self.guard = guard
+        self.manager = manager
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.guard(scope, receive, send)
+
+    def close(self) -> None:
+        """Stop taking runs (running ones finish in their threads)."""
+        self.manager.shutdown()

@@ -1,0 +1,457 @@
+// nr-llm playground: the three views and the API calls. Rendering helpers are in render.js;
+// nothing here turns a string into markup.
+"use strict";
+
+(() => {
+  const TOKEN = document.querySelector('meta[name="nr-llm-token"]').content;
+  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts } = window.nrLlm;
+
+  function showError(message) {
+    const banner = document.getElementById("load-error");
+    clear(banner);
+    appendVisible(banner, message);
+    banner.hidden = false;
+  }
+
+  // -- the API ---------------------------------------------------------------------------------
+
+  function request(path, body, accept) {
+    const headers = { "X-NR-LLM-Token": TOKEN, Accept: accept || "application/json" };
+    const options = { method: "GET", headers, cache: "no-store", credentials: "omit" };
+    if (body !== undefined) {
+      options.method = "POST";
+      headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    return fetch(path, options);
+  }
+
+  async function getJSON(path, body) {
+    const response = await request(path, body);
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.error || "HTTP " + response.status);
+    return data;
+  }
+
+  // Reads an NDJSON response line by line as it arrives.
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let newline;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        if (line.trim()) onEvent(JSON.parse(line));
+      }
+    }
+    buffer += decoder.decode();
+    if (buffer.trim()) onEvent(JSON.parse(buffer));
+  }
+
+  // -- shared state ----------------------------------------------------------------------------
+
+  const state = { config: null, groups: [], loadErrors: [], tool: null };
+
+  function fillSelect(select, values, chosen) {
+    clear(select);
+    for (const value of values) {
+      const option = el("option", null, value);
+      option.value = value;
+      option.selected = value === chosen;
+      select.appendChild(option);
+    }
+  }
+
+  // -- tool runner -----------------------------------------------------------------------------
+
+  function pickTool(tool) {
+    state.tool = tool;
+    document.querySelectorAll(".tool-list button").forEach((b) => {
+      b.setAttribute("aria-pressed", String(b.dataset.tool === tool.name));
+    });
+    appendVisible(clear(document.getElementById("tool-title")), tool.name);
+    appendVisible(clear(document.getElementById("tool-description")), tool.description);
+    const meta = clear(document.getElementById("tool-meta"));
+    meta.appendChild(el("span", "chip", "data: " + (tool.data_class || "undeclared")));
+    if (tool.requires_approval) meta.appendChild(el("span", "chip warn", "requires approval"));
+    if (!tool.enabled) meta.appendChild(el("span", "chip warn", "disabled"));
+    document.getElementById("tool-args").value = pretty(tool.example ?? {});
+    const run = document.getElementById("tool-run");
+    run.textContent = tool.requires_approval ? "Approve and run" : "Run tool";
+    run.disabled = false;
+    clear(document.getElementById("tool-output"));
+  }
+
+  function renderToolList(loadErrors) {
+    const list = clear(document.getElementById("tool-list"));
+    if (loadErrors.length) {
+      const box = el("div", "banner error", loadErrors.length + " tool(s) could not be loaded:");
+      const items = el("ul");
+      for (const e of loadErrors) {
+        items.appendChild(el("li", null, (e.entry_point || "?") + " (" +
+          (e.distribution || "?") + "): " + e.reason));
+      }
+      box.appendChild(items);
+      list.appendChild(box);
+    }
+    for (const group of state.groups) {
+      const section = el("div", "group", el("h3", null, group.group));
+      for (const tool of group.tools) {
+        const button = el("button", "tool", tool.name);
+        button.type = "button";
+        button.dataset.tool = tool.name;
+        if (!tool.enabled) button.classList.add("off");
+        button.addEventListener("click", () => pickTool(tool));
+        section.appendChild(button);
+      }
+      list.appendChild(section);
+    }
+  }
+
+  async function runTool() {
+    const output = clear(document.getElementById("tool-output"));
+    let args;
+    try {
+      args = JSON.parse(document.getElementById("tool-args").value);
+    } catch (error) {
+      output.appendChild(el("p", "banner error", "The arguments are not valid JSON."));
+      return;
+    }
+    const button = document.getElementById("tool-run");
+    button.disabled = true;
+    output.appendChild(el("p", "muted", "Running …"));
+    try {
+      const result = await getJSON("/api/tools/" + encodeURIComponent(state.tool.name) +
+        "/invoke", {
+        arguments: args,
+        privacy: document.getElementById("tool-privacy").value,
+        approved: state.tool.requires_approval,
+      });
+      clear(output);
+      output.dataset.state = result.is_error ? "error" : "ok";
+      output.appendChild(tabs([
+        { name: "Content", render: (p) => p.appendChild(
+          el("pre", result.is_error ? "text error" : "text", result.content)) },
+        { name: "Artifacts", render: (p) => renderArtifacts(p, result.artifacts) },
+        { name: "Persisted", render: (p) => {
+          p.appendChild(el("p", "muted", "As the audit store keeps this step at " +
+            result.privacy + ":"));
+          p.appendChild(jsonBlock(result.persisted));
+        } },
+      ], result.artifacts.length ? "Artifacts" : "Content"));
+    } catch (error) {
+      clear(output).appendChild(el("p", "banner error", error.message));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // -- agent run -------------------------------------------------------------------------------
+
+  function syncGroup(groupBox) {
+    const boxes = [...groupBox.closest(".pick-group").querySelectorAll("input.pick-tool")]
+      .filter((b) => !b.disabled);
+    const on = boxes.filter((b) => b.checked).length;
+    groupBox.checked = boxes.length > 0 && on === boxes.length;
+    groupBox.indeterminate = on > 0 && on < boxes.length;
+  }
+
+  function renderToolPicker() {
+    const root = clear(document.getElementById("agent-tools"));
+    for (const group of state.groups) {
+      const box = el("div", "pick-group");
+      const groupBox = el("input", "pick-all");
+      groupBox.type = "checkbox";
+      groupBox.dataset.group = group.group;
+      box.appendChild(el("label", "group-label", groupBox, " " + group.group));
+      const list = el("div", "pick-list");
+      for (const tool of group.tools) {
+        const check = el("input", "pick-tool");
+        check.type = "checkbox";
+        check.value = tool.name;
+        check.checked = tool.enabled;
+        check.disabled = !tool.enabled;
+        check.addEventListener("change", () => syncGroup(groupBox));
+        const label = el("label", tool.enabled ? "pick" : "pick off", check, " " + tool.name);
+        if (tool.requires_approval) label.appendChild(el("span", "chip warn", "approval"));
+        list.appendChild(label);
+      }
+      box.appendChild(list);
+      groupBox.addEventListener("change", () => {
+        box.querySelectorAll("input.pick-tool").forEach((b) => {
+          if (!b.disabled) b.checked = groupBox.checked;
+        });
+        syncGroup(groupBox);
+      });
+      root.appendChild(box);
+      syncGroup(groupBox);
+    }
+  }
+
+  function setStatus(stateName, ...parts) {
+    const status = clear(document.getElementById("run-status"));
+    status.dataset.state = stateName;
+    for (const part of parts) appendVisible(status, part);
+  }
+
+  function stepSummary(step) {
+    switch (step.kind) {
+      case "request":
+        return "request · " + (step.messages_sent || []).length + " message(s) sent";
+      case "llm": {
+        const calls = (step.requested_tool_calls || []).map((c) => c.name);
+        return "model · " + (calls.length ? "asks for " + calls.join(", ") : "answers");
+      }
+      case "tool":
+        return "tool · " + step.tool_name + (step.tool_is_error ? " (error)" : "");
+      case "approval":
+        return "approval · " + Object.entries(step.approvals || {})
+          .map(([id, ok]) => id + (ok ? " approved" : " denied")).join(", ");
+      case "error":
+        return "error · " + step.reason;
+      default:
+        return String(step.kind);
+    }
+  }
+
+  function persistedTab(event) {
+    return { name: "Persisted", render: (p) => p.appendChild(jsonBlock(event.persisted)) };
+  }
+
+  function stepBody(event) {
+    const step = event.step;
+    if (step.kind === "tool") {
+      return tabs([
+        { name: "Arguments", render: (p) => p.appendChild(jsonBlock(step.tool_arguments)) },
+        { name: "Result", render: (p) => p.appendChild(
+          el("pre", step.tool_is_error ? "text error" : "text", step.tool_result)) },
+        { name: "Artifacts", render: (p) => renderArtifacts(p, step.tool_artifacts) },
+        persistedTab(event),
+      ], step.tool_artifacts ? "Artifacts" : "Result");
+    }
+    if (step.kind === "llm") {
+      return tabs([
+        { name: "Content", render: (p) => p.appendChild(el("pre", "text", step.content || "")) },
+        { name: "Step", render: (p) => p.appendChild(jsonBlock(step)) },
+        persistedTab(event),
+      ], "Content");
+    }
+    return tabs([
+      { name: "Step", render: (p) => p.appendChild(jsonBlock(step)) },
+      persistedTab(event),
+    ], "Step");
+  }
+
+  function addStep(event) {
+    const step = event.step;
+    const item = el("li", "step");
+    item.dataset.kind = step.kind;
+    item.dataset.index = String(event.index);
+    const details = el("details");
+    details.open = step.kind === "tool" || step.kind === "error";
+    details.appendChild(el("summary", null,
+      el("span", "round", "round " + step.round), " ", stepSummary(step),
+      el("span", "ms", Math.round(step.duration_ms) + " ms")));
+    details.appendChild(stepBody(event));
+    item.appendChild(details);
+    document.getElementById("run-steps").appendChild(item);
+  }
+
+  function showApproval(event) {
+    const box = clear(document.getElementById("run-approval"));
+    box.appendChild(el("h3", null, "Waiting for your approval"));
+    const list = el("ul", "pending");
+    for (const call of event.pending) {
+      const item = el("li", null, el("strong", null, call.name),
+        call.needs_approval ? el("span", "chip warn", "needs approval")
+          : el("span", "chip", "runs on resume"));
+      item.appendChild(jsonBlock(call.arguments));
+      list.appendChild(item);
+    }
+    box.appendChild(list);
+    const row = el("div", "row wrap");
+    for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+      const button = el("button", approved ? "primary" : "danger", label);
+      button.type = "button";
+      button.id = approved ? "approve" : "deny";
+      button.addEventListener("click", () => {
+        row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        streamRun("/api/runs/" + encodeURIComponent(event.run_id) + "/resume",
+          { digest: event.digest, approved });
+      });
+      row.appendChild(button);
+    }
+    box.appendChild(row);
+  }
+
+  function onRunEvent(event) {
+    switch (event.event) {
+      case "context":
+        setStatus("running", "Running " + (event.resumed ? "(resumed) " : "") + "· run " +
+          event.run_id + " · " + event.provider + " · privacy " + event.privacy +
+          " · tools: " + (event.tools.join(", ") || "none"));
+        break;
+      case "step":
+        addStep(event);
+        break;
+      case "done":
+        setStatus("done", "Done: " + event.termination_reason + " after " + event.iterations +
+          " completion(s)" + (event.truncated ? ", truncated at the round cap" : ""));
+        document.getElementById("run-final").appendChild(
+          el("div", "answer", el("h3", null, "Answer"), el("pre", "text", event.content)));
+        break;
+      case "error":
+        setStatus("error", "Failed: " + event.reason);
+        break;
+      case "awaiting_approval":
+        setStatus("awaiting", "Paused: run " + event.run_id + " waits for approval.");
+        showApproval(event);
+        break;
+      default:
+        break;
+    }
+  }
+
+  async function streamRun(path, body) {
+    const start = document.getElementById("agent-run");
+    start.disabled = true;
+    clear(document.getElementById("run-approval"));
+    try {
+      const response = await request(path, body, "application/x-ndjson");
+      if (!response.ok) {
+        const data = await response.json().catch(() => ({}));
+        setStatus("error", "Refused: " + (data.error || "HTTP " + response.status));
+        return;
+      }
+      await readEvents(response, onRunEvent);
+    } catch (error) {
+      setStatus("error", "The stream broke: " + error.message);
+    } finally {
+      start.disabled = false;
+    }
+  }
+
+  function startRun() {
+    clear(document.getElementById("run-steps"));
+    clear(document.getElementById("run-final"));
+    const tools = [...document.querySelectorAll("#agent-tools input.pick-tool")]
+      .filter((b) => b.checked).map((b) => b.value);
+    setStatus("starting", "Starting …");
+    streamRun("/api/runs", {
+      prompt: document.getElementById("agent-prompt").value,
+      provider: document.getElementById("agent-provider").value,
+      max_rounds: Number.parseInt(document.getElementById("agent-rounds").value, 10) || 5,
+      privacy: document.getElementById("agent-privacy").value,
+      tools,
+    });
+  }
+
+  // -- runs ------------------------------------------------------------------------------------
+
+  async function showRun(runId) {
+    const box = clear(document.getElementById("run-detail"));
+    box.hidden = false;
+    try {
+      const detail = await getJSON("/api/runs/" + encodeURIComponent(runId));
+      box.appendChild(el("h2", null, "Run " + runId));
+      box.appendChild(el("p", "muted", "status " + detail.run.status + " · privacy " +
+        detail.run.privacy_level + " · " + detail.steps.length + " persisted step(s)"));
+      const list = el("ol", "steps");
+      for (const record of detail.steps) {
+        const item = el("li", "step");
+        item.dataset.kind = String(record.step.kind);
+        const details = el("details", null, el("summary", null,
+          "#" + record.seq + " · " + record.step.kind +
+          (record.step.tool_name ? " " + record.step.tool_name : "") +
+          " · round " + record.step.round));
+        details.appendChild(jsonBlock(record.step));
+        item.appendChild(details);
+        list.appendChild(item);
+      }
+      box.appendChild(list);
+    } catch (error) {
+      box.appendChild(el("p", "banner error", error.message));
+    }
+  }
+
+  async function loadRuns() {
+    const note = clear(document.getElementById("runs-note"));
+    const table = clear(document.getElementById("runs-table"));
+    if (!state.config.runs_available) {
+      appendVisible(note, "No audit store is configured for this server.");
+      return;
+    }
+    try {
+      const data = await getJSON("/api/runs");
+      appendVisible(note, data.runs.length + " run(s), newest first. Pick one to see its steps.");
+      const head = el("tr");
+      for (const name of ["Started", "Status", "Run", "Steps", "Privacy", "Reason"]) {
+        head.appendChild(el("th", null, name));
+      }
+      table.appendChild(el("thead", null, head));
+      const body = el("tbody");
+      for (const run of data.runs) {
+        const open = el("button", "link", run.id.slice(0, 12));
+        open.type = "button";
+        open.title = run.id;
+        open.addEventListener("click", () => showRun(run.id));
+        const row = el("tr", null, el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)), el("td", null, run.status),
+          el("td", null, open), el("td", null, String(run.steps)),
+          el("td", null, run.privacy_level), el("td", null, run.termination_reason || ""));
+        body.appendChild(row);
+      }
+      table.appendChild(body);
+    } catch (error) {
+      appendVisible(note, error.message);
+    }
+  }
+
+  // -- navigation and start-up -----------------------------------------------------------------
+
+  function show(view) {
+    const name = ["tools", "agent", "runs"].includes(view) ? view : "tools";
+    document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + name; });
+    document.querySelectorAll("button.nav").forEach((b) => {
+      b.setAttribute("aria-current", String(b.dataset.view === name));
+    });
+    if (name === "runs" && state.config) loadRuns();
+  }
+
+  async function init() {
+    document.querySelectorAll("button.nav").forEach((b) => {
+      b.addEventListener("click", () => {
+        history.replaceState(null, "", location.search + "#" + b.dataset.view);
+        show(b.dataset.view);
+      });
+    });
+    document.getElementById("tool-run").addEventListener("click", runTool);
+    document.getElementById("agent-run").addEventListener("click", startRun);
+    document.getElementById("runs-refresh").addEventListener("click", loadRuns);
+    try {
+      state.config = await getJSON("/api/config");
+      const tools = await getJSON("/api/tools");
+      state.groups = tools.groups;
+      state.loadErrors = tools.load_errors;
+    } catch (error) {
+      showError("Could not load the playground: " + error.message);
+      return;
+    }
+    const levels = state.config.privacy_levels;
+    fillSelect(document.getElementById("tool-privacy"), levels, state.config.default_privacy);
+    fillSelect(document.getElementById("agent-privacy"), levels, state.config.default_privacy);
+    fillSelect(document.getElementById("agent-provider"), state.config.providers,
+      state.config.providers[0]);
+    renderToolList(state.loadErrors);
+    renderToolPicker();
+    window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+    document.body.dataset.ready = "true";
+    show(location.hash.slice(1));
+  }
+
+  init();
+})();
