@@ -59,7 +59,8 @@ def playground(
         from nr_llm_core.playground.server import is_loopback
     except ImportError as exc:
         raise click.ClickException(
-            f"the playground needs its extra: pip install 'nr-llm[playground]' ({exc.name})"
+            f"the playground needs Starlette and uvicorn, which nr-llm depends on: "
+            f"reinstall nr-llm ({exc.name} is missing)"
         ) from None
     from nr_llm_core.host import ToolHost
 
