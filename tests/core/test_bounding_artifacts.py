@@ -520,3 +520,40 @@ def test_marker_reasons_are_the_contract_strings() -> None:
     assert REASON_TOO_LARGE == "exceeded 50000 bytes"
     assert ARTIFACTS_OMITTED_LABEL == "Artifacts omitted"
     assert ArtifactType.TEXT.value == UNENCODABLE[0]["type"]
+
+
+# -- the budget never refuses what fits ----------------------------------------------------------
+# The walk charges lower bounds of the encoded size as it goes. Each shape below is padded (by
+# its label) to exactly 50,000 encoded bytes: it must be kept, and one byte more refused. A
+# charge that over-estimates any kind of item refuses the first; one that ignores the real
+# bytes keeps the second.
+
+SHAPES = {
+    "empty strings": lambda n: {"x": [""] * n},
+    "zeros": lambda n: {"x": [0] * n},
+    "floats": lambda n: {"x": [0.5] * n},
+    "bools and nulls": lambda n: {"x": [True, False, None] * (n // 3)},
+    "empty lists": lambda n: {"x": [[]] * n},
+    "empty dicts": lambda n: {"x": [{}] * n},
+    "rows": lambda n: {"columns": ["a"], "rows": [[""]] * n},
+    "wide rows": lambda n: {"columns": ["a", "b"], "rows": [["", "é"]] * (n // 2)},
+    "keys": lambda n: {"x": {str(i): 0 for i in range(n // 2)}},
+    "cjk keys": lambda n: {"x": {chr(0x4E00 + i): None for i in range(n // 4)}},
+    "nested": lambda n: {"x": [{"k": [0]}] * (n // 4)},
+    "tuples": lambda n: {"x": tuple((1,) for _ in range(n // 2))},
+}
+
+
+def padded_to(size: int, data: dict[str, Any]) -> Artifact:
+    bare = len(encode_json([forged_artifact(data, label="").to_dict()]))
+    assert bare <= size, "shape too large for the test"
+    return forged_artifact(data, label="p" * (size - bare))
+
+
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_every_shape_at_exactly_the_limit_is_kept(shape: Any) -> None:
+    data = shape(8_000)
+    exact = bounded(padded_to(MAX_ARTIFACT_BYTES, data))
+    assert exact not in (UNENCODABLE, TOO_LARGE)
+    assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
+    assert bounded(padded_to(MAX_ARTIFACT_BYTES + 1, data)) == TOO_LARGE
