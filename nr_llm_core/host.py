@@ -13,13 +13,13 @@ import inspect
 import logging
 import os
 import threading
-import traceback
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, final
 
 import attrs
 import pluggy
 
+from nr_llm_core._logging import log_exception
 from nr_llm_core.bounding import bound_result, coerce_utf8, read_str
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
@@ -514,12 +514,6 @@ def _call_with_timeout(
 def _log_failure(name: str, exc: BaseException) -> None:
     """Log the exception type and the stack. The exception's message is tool bytes (it may
     hold a secret or be megabytes long): it is logged only at DEBUG, bounded."""
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error(
-        "tool %r raised %s\nTraceback (most recent call last):\n%s",
-        name,
-        type(exc).__qualname__,
-        frames.rstrip(),
-    )
+    log_exception(logger, "tool %r raised", name, exc=exc)
     if logger.isEnabledFor(logging.DEBUG) and _plain_message(exc):
         logger.debug("tool %r exception message: %s", name, _short(exc.args[0], 500))

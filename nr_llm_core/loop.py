@@ -18,6 +18,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.hooks import ToolContext
@@ -257,7 +258,7 @@ class ToolLoop:
             # Our adapters write these messages in host words (no key, URL or body).
             reason = _bounded(f"provider error: {exc}")
         except Exception as exc:
-            logger.exception("provider %s raised", type(self.provider).__name__)
+            log_exception(logger, "provider %s raised", type(self.provider).__name__, exc=exc)
             reason = f"provider error: the provider raised {type(exc).__name__}"
         else:
             if not _valid_completion(completion):
@@ -339,8 +340,8 @@ class ToolLoop:
         if self.persister is not None:
             try:
                 self.persister.suspend(run.run_id, state.to_dict())
-            except Exception:
-                logger.exception("the persister could not store suspended run %s", run.run_id)
+            except Exception as exc:
+                log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
         return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
 
     def _finish(
@@ -363,8 +364,8 @@ class ToolLoop:
                     truncated=truncated,
                     usage=run.usage.to_dict(),
                 )
-            except Exception:
-                logger.exception("the persister could not settle run %s", run.run_id)
+            except Exception as exc:
+                log_exception(logger, "the persister could not settle run %s", run.run_id, exc=exc)
         return self._result(run, reason, content, truncated=truncated, error=error)
 
     def _result(
@@ -402,8 +403,8 @@ class ToolLoop:
         }
         try:
             return self.persister.begin(None, meta=meta)
-        except Exception:
-            logger.exception("the persister could not open a run; continuing unrecorded")
+        except Exception as exc:
+            log_exception(logger, "the persister could not open a run; unrecorded", exc=exc)
             return uuid.uuid4().hex
 
     def _trace(self, run_id: str) -> RunTrace:

@@ -17,6 +17,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from nr_llm_core._logging import log_exception
 from nr_llm_core.results import ToolResult
 
 __all__ = [
@@ -191,8 +192,10 @@ class RunTrace:
             for listener in tuple(self._listeners):
                 try:
                     listener(self, step)
-                except Exception:
-                    logger.exception("trace listener %r failed on a %s step", listener, step.kind)
+                except Exception as exc:
+                    log_exception(
+                        logger, "a trace listener failed on a %s step", step.kind.value, exc=exc
+                    )
 
     @property
     def steps(self) -> tuple[RunStep, ...]:

@@ -22,6 +22,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.host import ToolHost
@@ -108,8 +109,8 @@ class _Stream:
         record = step.to_dict()
         try:
             persisted = persisted_record(record, self._level)
-        except Exception:  # the filter does not raise; if it ever did, the step is still shown
-            logger.exception("the privacy filter raised on a %s step", step.kind)
+        except Exception as exc:  # the filter does not raise; if it ever did, the step still shows
+            log_exception(logger, "the privacy filter raised on a %s step", step.kind, exc=exc)
             persisted = {"unavailable": "the privacy filter failed on this step"}
         self._emit(
             {
@@ -246,7 +247,7 @@ class RunManager:
             except ApprovalError as exc:
                 stream.finish({"event": "error", "run_id": None, "reason": str(exc)[:300]})
             except Exception as exc:
-                logger.exception("a playground run raised")
+                log_exception(logger, "a playground run raised", exc=exc)
                 reason = f"the run failed: {type(exc).__name__}"
                 stream.finish({"event": "error", "run_id": None, "reason": reason})
             else:
