@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError, default_db_path
-from nr_llm_core.cli._output import visible
+from nr_llm_core.cli._output import status, visible
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli.runs import db_option
 from nr_llm_core.encoding import encode_json_str
@@ -135,7 +135,8 @@ def run(
         chosen, ToolHost.discover(), max_iterations=max_rounds, privacy=privacy, persister=store
     )
     try:
-        result = loop.run(prompt, allowed=allowed)
+        with status(f"Running the tool loop ({type(chosen).__name__})"):
+            result = loop.run(prompt, allowed=allowed)
     finally:
         if store is not None:
             store.close()

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError, default_db_path
-from nr_llm_core.cli._output import render_table, visible
+from nr_llm_core.cli._output import render_table, status, visible
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
@@ -157,7 +157,8 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
             provider.position = sum(1 for m in state.messages if m.role is Role.ASSISTANT)
         loop = ToolLoop(provider, ToolHost.discover(), persister=store)
         try:
-            result = loop.resume(run_id, approved=approve, digest=digest)
+            with status("Resuming the run"):
+                result = loop.resume(run_id, approved=approve, digest=digest)
         except ApprovalError as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
     report(result)
