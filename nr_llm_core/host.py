@@ -14,8 +14,8 @@ import logging
 import os
 import threading
 import traceback
-from collections.abc import Callable, Collection, Iterable
-from typing import Any, Final, final
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import pluggy
@@ -23,7 +23,11 @@ import pluggy
 from nr_llm_core.bounding import bound_result, coerce_utf8, read_str
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
+from nr_llm_core.isolation.policy import IsolationPolicy, as_policy
 from nr_llm_core.results import ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from nr_llm_core.isolation.client import RemoteTool, WorkerHandle
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -68,6 +72,9 @@ class _Tool:
     distribution: str | None
     plugin: object = attrs.field(repr=False)
     enabled: bool = False
+    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
+    # the limit to the worker, which is killed when it passes.
+    remote: RemoteTool | None = None
 
     @property
     def takes_context(self) -> bool:
@@ -96,6 +103,12 @@ class ToolHost:
     ``enable``/``disable`` switch single tools on or off against their ``enabled_by_default``;
     ``disable_groups`` switches whole groups off, and no per-tool ``enable`` overrides that.
     ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
+
+    ``isolation`` names the entry points that run in a worker process instead of in this one:
+    an :class:`~nr_llm_core.isolation.IsolationPolicy`, a mapping of its fields, or tool and
+    distribution names (``["*"]``: all); ``NR_LLM_ISOLATE`` adds names. Isolated tools are
+    called through the same :meth:`invoke`. Call :meth:`close` (or use the host as a context
+    manager) to stop the worker processes.
     """
 
     def __init__(
@@ -105,7 +118,10 @@ class ToolHost:
         enable: Iterable[str] = (),
         disable: Iterable[str] = (),
         disable_groups: Iterable[str] = (),
+        isolation: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None = None,
     ) -> None:
+        self._isolation = as_policy(isolation)
+        self._workers: dict[str | None, WorkerHandle] = {}
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ToolHookSpec)
         # The frozen name -> implementation table. It is replaced whole, never changed in
@@ -129,6 +145,7 @@ class ToolHost:
         *,
         autoload: bool | None = None,
         block: Iterable[str] | None = None,
+        isolate: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None = None,
         **options: Any,
     ) -> ToolHost:
         """A host with every tool of the ``nr_llm.tool`` entry-point group loaded.
@@ -138,8 +155,11 @@ class ToolHost:
         :class:`ToolLoadError` on the first problem instead. ``autoload=False`` (or
         ``NR_LLM_DISABLE_PLUGIN_AUTOLOAD``) loads only the entry points named in
         ``NR_LLM_PLUGINS``; ``block`` (or ``NR_LLM_BLOCK_TOOLS``) names tools never to load.
+        ``isolate`` names the entry points to run in worker processes (see :class:`ToolHost`).
         ``options`` go to :class:`ToolHost`.
         """
+        if isolate is not None:
+            options["isolation"] = isolate
         host = cls(**options)
         host.load_entry_points(strict=strict, autoload=autoload, block=block)
         return host
@@ -158,6 +178,7 @@ class ToolHost:
             autoload = not os.environ.get(ENV_DISABLE_AUTOLOAD)
         blocked = _env_names(ENV_BLOCK_TOOLS) | frozenset(block or ())
         wanted = None if autoload else _env_names(ENV_PLUGINS)
+        policy = IsolationPolicy.from_env(self._isolation)
 
         found = sorted(
             importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
@@ -166,6 +187,22 @@ class ToolHost:
         claims: dict[str, list[Any]] = {}
         for ep in found:
             claims.setdefault(ep.name, []).append(ep)
+        try:
+            self._load_claims(claims, strict, blocked, wanted, policy)
+        finally:
+            if policy.isolates_anything():
+                # The loading workers are not kept: a worker starts on a tool's first call, so
+                # a host holds no processes for tools that are never called.
+                self.close()
+
+    def _load_claims(
+        self,
+        claims: dict[str, list[Any]],
+        strict: bool,
+        blocked: frozenset[str],
+        wanted: frozenset[str] | None,
+        policy: IsolationPolicy,
+    ) -> None:
         for name, eps in claims.items():
             if name in blocked or (wanted is not None and name not in wanted):
                 continue
@@ -181,7 +218,10 @@ class ToolHost:
                 continue
             ep = eps[0]
             try:
-                self._load_one(ep)
+                if policy.isolates_anything() and policy.covers(ep.name, _dist_name(ep)):
+                    self._load_isolated(ep, policy)
+                else:
+                    self._load_one(ep)
             except ToolLoadError as exc:
                 self._refuse(strict, exc.reason, ep.name, _dist_name(ep))
 
@@ -215,6 +255,58 @@ class ToolHost:
                 raise
             finally:
                 self._importing = None
+
+    def _load_isolated(self, ep: Any, policy: IsolationPolicy) -> None:
+        """Load an entry point in its distribution's worker: this process never imports it."""
+        from nr_llm_core.isolation.client import (
+            IsolatedToolError,
+            RemoteTool,
+            WorkerHandle,
+            WorkerTimeout,
+            spec_from_dict,
+        )
+
+        dist = _dist_name(ep)
+        with self._lock:
+            worker = self._workers.get(dist)
+            if worker is None:
+                worker = self._workers[dist] = WorkerHandle(dist, policy)
+        try:
+            reply = worker.request(
+                {"op": "load", "name": ep.name, "dist": dist}, policy.load_timeout
+            )
+        except WorkerTimeout:
+            raise ToolLoadError("its worker did not load it in time") from None
+        except IsolatedToolError:
+            raise ToolLoadError("its worker failed while loading it") from None
+        if type(reply) is not dict or reply.get("ok") is not True:
+            reason = reply.get("reason") if type(reply) is dict else None
+            text = read_str(reason)
+            raise ToolLoadError(
+                "in its worker: " + (_short(text, _MAX_REASON_CHARS) if text else "refused")
+            )
+        try:
+            spec = spec_from_dict(reply.get("spec"))
+        except ValueError:
+            raise ToolLoadError("its worker sent an invalid tool spec") from None
+        if spec.name != ep.name:
+            raise ToolLoadError(
+                f"entry point name {ep.name!r} differs from tool_spec().name {spec.name!r}"
+            )
+        with self._lock:
+            if spec.name in self._table:
+                raise ToolLoadError(f"tool name {spec.name!r} is already registered")
+            remote = RemoteTool(spec.name, worker)
+            tool = _Tool(
+                spec=spec,
+                execute=remote.execute,
+                argnames=("arguments", "context"),
+                validate=_compile_schema(spec),
+                distribution=dist,
+                plugin=remote,
+                remote=remote,
+            )
+            self._publish({**self._table, spec.name: tool})
 
     def register(self, plugin: object) -> str:
         """Register a tool plugin (a module, an object, or a class to instantiate).
@@ -347,6 +439,25 @@ class ToolHost:
         tool = self._table.get(name)
         return tool is not None and tool.enabled
 
+    def is_isolated(self, name: str) -> bool:
+        """Whether a registered tool runs in a worker process."""
+        tool = self._table.get(name)
+        return tool is not None and tool.remote is not None
+
+    def close(self) -> None:
+        """Stop every worker process (a later call of an isolated tool starts its worker
+        again)."""
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            worker.close()
+
+    def __enter__(self) -> ToolHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def permitted(self, allowed: Collection[str] | None = None) -> list[str]:
         """The tools a run with this allow-list may call: enabled, and named when ``allowed``."""
         return [
@@ -406,7 +517,7 @@ class ToolHost:
             else:
                 value = tool.execute(arguments)
         except _TimedOut:
-            logger.error("tool %r did not return within %s s; its thread is abandoned", name, limit)
+            logger.error("tool %r did not return in time (limit %s s)", name, limit)
             return ToolResult.error(f'Error: tool "{name}" timed out.')
         except KeyboardInterrupt:
             raise
@@ -478,6 +589,8 @@ def _call_with_timeout(
     it holds) until the process ends; its eventual result is discarded. Process isolation is
     the remedy for tools that must be stopped.
     """
+    if tool.remote is not None:  # a worker process can be killed: no thread needed
+        return tool.remote.call(arguments, context, limit)
     outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:

@@ -170,6 +170,13 @@ def _report(result: ToolLoopResult) -> None:
 )
 @click.option("--tools", "tools", default=None, help="Comma-separated tools to offer.")
 @click.option("--max-rounds", type=click.IntRange(1), default=5, show_default=True)
+@click.option(
+    "--isolate",
+    "isolate",
+    multiple=True,
+    metavar="NAME",
+    help="Run this tool, or every tool of this distribution, in a worker process ('*': all).",
+)
 def run(
     prompt: str,
     provider: str | None,
@@ -179,6 +186,7 @@ def run(
     script: str | None,
     tools: str | None,
     max_rounds: int,
+    isolate: tuple[str, ...],
 ) -> None:
     """Run PROMPT through the tool loop and print the answer and a compact trace."""
     chosen = make_provider(
@@ -187,8 +195,9 @@ def run(
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
-    loop = ToolLoop(chosen, ToolHost.discover(), max_iterations=max_rounds, persister=_persister())
-    result = loop.run(prompt, allowed=allowed)
+    with ToolHost.discover(isolate=isolate or None) as host:
+        loop = ToolLoop(chosen, host, max_iterations=max_rounds, persister=_persister())
+        result = loop.run(prompt, allowed=allowed)
     _report(result)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)
