@@ -55,9 +55,7 @@ class _SlowThenTimeout:
 
     trust_zone = "local"
 
-    def complete(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
-    ) -> Completion:
+    def complete(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Completion:
         time.sleep(0.2)
         raise TimeoutError("deadline passed")
 
