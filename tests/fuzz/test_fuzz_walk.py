@@ -45,6 +45,9 @@ def test_walk_invariants(data: bytes) -> None:
         bytes([17, 0, 3, 1, 0, 11, 255]),  # nesting past the depth limit
         bytes([17, 0, 3, 1, 0, 9, 16]),  # 10**5000
         bytes(range(256)),
+        # Found by atheris: lists nested to level 64 exactly (an oracle off-by-one, since fixed).
+        bytes.fromhex("0000e0ffffffffffff253301ffd6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6")
+        + bytes.fromhex("00006cff333333333333d6d6d6d6333733 32d6".replace(" ", "")),
         bytes([255] * 64),
     ],
 )

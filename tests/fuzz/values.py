@@ -186,11 +186,12 @@ def build_walk_value(r: Reader, level: int) -> tuple[Any, Any]:
         s = "x" * (r.byte() * 400)
         return s, s
     if kind == 11:
-        depth = r.byte() // 2 + 30  # around the depth limit
+        wraps = r.byte() // 2 + 30  # around the depth limit
         value: Any = []
-        for _ in range(depth):
+        for _ in range(wraps):
             value = [value]
-        return value, INVALID if level + depth - 1 > MAX_ARTIFACT_DEPTH else _plain_nest(depth)
+        # wraps + 1 lists: the outermost at ``level``, the empty innermost at level + wraps.
+        return value, INVALID if level + wraps > MAX_ARTIFACT_DEPTH else _plain_nest(wraps)
     if kind == 12:
         cycle: list[Any] = []
         cycle.append(cycle)
@@ -200,9 +201,9 @@ def build_walk_value(r: Reader, level: int) -> tuple[Any, Any]:
     return _mapping(r, level, kind)
 
 
-def _plain_nest(depth: int) -> Any:
+def _plain_nest(wraps: int) -> Any:
     value: Any = []
-    for _ in range(depth):
+    for _ in range(wraps):
         value = [value]
     return value
 
