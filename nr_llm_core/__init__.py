@@ -21,9 +21,11 @@ from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, T
 
 if TYPE_CHECKING:  # the lazily imported names, for type checkers
     from nr_llm_core.approval import SuspendedRunState
+    from nr_llm_core.audit import AgentRunPersister
     from nr_llm_core.errors import ProviderError
     from nr_llm_core.loop import ToolLoop, ToolLoopResult
     from nr_llm_core.messages import ChatMessage, ToolCall
+    from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter
     from nr_llm_core.providers import AnthropicProvider, OpenAIChatProvider, ScriptedProvider
 
 __version__ = "0.1.0"
@@ -32,6 +34,7 @@ __all__ = [
     "MAX_ARTIFACT_BYTES",
     "MAX_ARTIFACT_DEPTH",
     "MAX_CONTENT_BYTES",
+    "AgentRunPersister",
     "AnthropicProvider",
     "Artifact",
     "ArtifactType",
@@ -41,7 +44,9 @@ __all__ = [
     "LoadError",
     "NrLlmError",
     "OpenAIChatProvider",
+    "PrivacyLevel",
     "ProviderError",
+    "RunStepPrivacyFilter",
     "ScriptedProvider",
     "SuspendedRunState",
     "ToolCall",
@@ -57,10 +62,13 @@ __all__ = [
 
 # name -> module, imported on first attribute access (PEP 562).
 _LAZY: dict[str, str] = {
+    "AgentRunPersister": "nr_llm_core.audit",
     "AnthropicProvider": "nr_llm_core.providers",
     "ChatMessage": "nr_llm_core.messages",
     "OpenAIChatProvider": "nr_llm_core.providers",
+    "PrivacyLevel": "nr_llm_core.privacy",
     "ProviderError": "nr_llm_core.errors",
+    "RunStepPrivacyFilter": "nr_llm_core.privacy",
     "ScriptedProvider": "nr_llm_core.providers",
     "SuspendedRunState": "nr_llm_core.approval",
     "ToolCall": "nr_llm_core.messages",

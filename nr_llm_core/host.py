@@ -33,6 +33,9 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ENV_BLOCK_TOOLS",
     "ENV_DISABLE_AUTOLOAD",
+    "ENV_DISABLE_GROUPS",
+    "ENV_DISABLE_TOOLS",
+    "ENV_ENABLE_TOOLS",
     "ENV_PLUGINS",
     "LoadError",
     "ToolHost",
@@ -47,6 +50,12 @@ ENV_DISABLE_AUTOLOAD: Final = "NR_LLM_DISABLE_PLUGIN_AUTOLOAD"
 ENV_PLUGINS: Final = "NR_LLM_PLUGINS"
 #: Comma-separated tool names never to load (their modules are not even imported).
 ENV_BLOCK_TOOLS: Final = "NR_LLM_BLOCK_TOOLS"
+#: Comma-separated tool names to enable although they are disabled by default.
+ENV_ENABLE_TOOLS: Final = "NR_LLM_ENABLE_TOOLS"
+#: Comma-separated tool names to disable (loaded and listed, but never run).
+ENV_DISABLE_TOOLS: Final = "NR_LLM_DISABLE_TOOLS"
+#: Comma-separated groups to disable; no per-tool enable overrides a disabled group.
+ENV_DISABLE_GROUPS: Final = "NR_LLM_DISABLE_GROUPS"
 
 _HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
 _REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
@@ -102,6 +111,9 @@ class ToolHost:
     ``ToolHost()`` is empty; :meth:`discover` loads the ``nr_llm.tool`` entry-point group.
     ``enable``/``disable`` switch single tools on or off against their ``enabled_by_default``;
     ``disable_groups`` switches whole groups off, and no per-tool ``enable`` overrides that.
+    Each switch is joined with its environment variable (``NR_LLM_ENABLE_TOOLS``,
+    ``NR_LLM_DISABLE_TOOLS``, ``NR_LLM_DISABLE_GROUPS``), so an operator can switch tools of a
+    host without code; a disable, from either source, always wins over an enable.
     ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
 
     ``isolation`` names the entry points that run in a worker process instead of in this one:
@@ -132,9 +144,9 @@ class ToolHost:
         self._importing: str | None = None
         self._reentered = False
         self.timeout = timeout
-        self._enable = frozenset(enable)
-        self._disable = frozenset(disable)
-        self._disable_groups = frozenset(disable_groups)
+        self._enable = frozenset(enable) | _env_names(ENV_ENABLE_TOOLS)
+        self._disable = frozenset(disable) | _env_names(ENV_DISABLE_TOOLS)
+        self._disable_groups = frozenset(disable_groups) | _env_names(ENV_DISABLE_GROUPS)
 
     # -- loading ------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
 from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
 from nr_llm_core.results import ToolResult, ToolSpec
 from nr_llm_core.run_result import RunRecorder, TerminationReason, ToolLoopResult
@@ -88,8 +89,9 @@ class ToolLoop:
     the result is ``truncated``. ``token_budget`` (input + output tokens, summed over the run)
     stops a run that asks for more tools after spending it. ``tool_timeout`` is the per-call
     limit passed to the host. ``persister`` (a :class:`RunRecorder`) receives every step and
-    suspended state; ``privacy`` is the level the persister applies, passed to it in ``begin``
-    meta. ``trace_listeners`` are called with every step, unfiltered.
+    suspended state; ``privacy`` is the level the persister applies to this loop's runs
+    (``None``: ``NR_LLM_PRIVACY_LEVEL``, else METADATA; an invalid value is METADATA).
+    ``trace_listeners`` are called with every step, unfiltered.
     """
 
     def __init__(
@@ -98,7 +100,7 @@ class ToolLoop:
         host: ToolHost,
         *,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
-        privacy: object | None = None,
+        privacy: PrivacyLevel | str | None = None,
         persister: RunRecorder | None = None,
         trace_listeners: Iterable[StepListener] = (),
         token_budget: int | None = None,
@@ -107,7 +109,7 @@ class ToolLoop:
         self.provider = provider
         self.host = host
         self.max_iterations = _clamp_iterations(max_iterations)
-        self.privacy = privacy
+        self.privacy = resolve_privacy_level(privacy)
         self.persister = persister
         self.trace_listeners = tuple(trace_listeners)
         if token_budget is not None and (type(token_budget) is not int or token_budget < 1):
@@ -394,9 +396,10 @@ class ToolLoop:
     def _begin(self) -> str:
         if self.persister is None:
             return uuid.uuid4().hex
-        meta: dict[str, Any] = {"provider": type(self.provider).__name__}
-        if self.privacy is not None:
-            meta["privacy"] = str(getattr(self.privacy, "value", self.privacy))
+        meta: dict[str, Any] = {
+            "provider": type(self.provider).__name__,
+            "privacy": self.privacy.value,
+        }
         try:
             return self.persister.begin(None, meta=meta)
         except Exception:

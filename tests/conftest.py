@@ -1,4 +1,5 @@
-"""Shared fixtures: no NR_LLM_* variable from the outside changes a test's outcome."""
+"""Shared fixtures: no NR_LLM_* variable from the outside changes a test's outcome, and no
+test writes the audit store in the working directory."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _clean_nr_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_nr_llm_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     for name in list(os.environ):
         if name.startswith("NR_LLM_") or name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
             monkeypatch.delenv(name)
+    # Commands that record runs write here, not into ./.nr-llm/ of the checkout.
+    monkeypatch.setenv("NR_LLM_DB", str(tmp_path_factory.mktemp("audit") / "audit.db"))

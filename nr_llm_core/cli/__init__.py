@@ -17,7 +17,10 @@ __all__ = ["main"]
 _COMMANDS: dict[str, str] = {
     "tools": "nr_llm_core.cli.tools:tools",
     "doctor": "nr_llm_core.cli.tools:doctor",
+    "demo": "nr_llm_core.cli.demo:demo",
     "run": "nr_llm_core.cli.run:run",
+    "runs": "nr_llm_core.cli.runs:runs",
+    "privacy": "nr_llm_core.cli.runs:privacy",
 }
 
 

@@ -8,14 +8,17 @@ output reaches the terminal raw.
 
 from __future__ import annotations
 
+import itertools
 import re
+import sys
+import threading
 import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
 import click
 
-__all__ = ["echo_visible", "render_table", "visible"]
+__all__ = ["echo_visible", "render_table", "status", "visible"]
 
 # C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
 # line/paragraph separators, and lone surrogates.
@@ -70,3 +73,42 @@ def render_table(
         "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip() for row in body
     )
     return "\n".join(lines)
+
+
+class status:  # used as a statement: `with status("Preparing …"):`
+    """Show ``message`` with a spinner on a terminal while the block runs, then ``done``.
+
+    On anything but a terminal (a pipe, CI) it prints the message once and ``done`` after, so
+    logs stay readable.
+    """
+
+    _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._tty = sys.stderr.isatty()
+
+    def _spin(self) -> None:
+        for frame in itertools.cycle(self._FRAMES):
+            if self._stop.wait(0.08):
+                return
+            sys.stderr.write(f"\r{frame} {self.message}")
+            sys.stderr.flush()
+
+    def __enter__(self) -> status:
+        if self._tty:
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+        else:
+            click.echo(f"{self.message} …", err=True, nl=False)
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            sys.stderr.write("\r")
+        word = "done" if kind is None else "failed"
+        click.echo(f"{self.message} … {word}" if self._tty else f" {word}", err=True)

@@ -1,0 +1,125 @@
+"""The audit store's public record types, statuses and errors, and the suspended-state check.
+
+Re-exported by :mod:`nr_llm_core.audit`; kept apart so the persister module stays about writing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from nr_llm_core.encoding import decode_json
+from nr_llm_core.errors import NrLlmError
+from nr_llm_core.results import Artifact, ToolResult
+
+__all__ = [
+    "AuditStoreError",
+    "RunRecord",
+    "RunSettledError",
+    "RunStatus",
+    "StepRecord",
+    "UnknownRunError",
+    "refuse_artifacts",
+    "run_record",
+]
+
+
+class AuditStoreError(NrLlmError):
+    """The audit store refused an operation or could not perform it."""
+
+
+class UnknownRunError(AuditStoreError):
+    """No run has this id."""
+
+
+class RunSettledError(AuditStoreError):
+    """The run already has a final status; a final status is never changed."""
+
+
+class RunStatus(enum.StrEnum):
+    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final."""
+
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        """Whether the status can no longer change."""
+        return self not in (RunStatus.RUNNING, RunStatus.SUSPENDED)
+
+
+class RunRecord(TypedDict):
+    """One row of the runs table, as :meth:`AgentRunPersister.get_run` returns it."""
+
+    id: str
+    status: str
+    started_at: str
+    ended_at: str | None
+    iterations: int
+    truncated: bool
+    termination_reason: str | None
+    tokens_in: int
+    tokens_out: int
+    privacy_level: str
+    suspended: bool
+    steps: int
+    meta: Any
+
+
+class StepRecord(TypedDict):
+    """One stored step: its columns, the payload text exactly as stored, and it decoded."""
+
+    seq: int
+    kind: str
+    round: int | None
+    duration_ms: float | None
+    recorded_at: str | None
+    payload: str
+    step: dict[str, Any]
+
+
+def run_record(row: tuple[Any, ...]) -> RunRecord:
+    return RunRecord(
+        id=row[0],
+        status=row[1],
+        started_at=row[2],
+        ended_at=row[3],
+        iterations=row[4],
+        truncated=bool(row[5]),
+        termination_reason=row[6],
+        tokens_in=row[7],
+        tokens_out=row[8],
+        privacy_level=row[9],
+        suspended=bool(row[10]),
+        steps=row[11],
+        meta=None if row[12] is None else decode_json(row[12]),
+    )
+
+
+def refuse_artifacts(state: Mapping[str, Any]) -> None:
+    """Raise :class:`AuditStoreError` if ``state`` carries an artifact.
+
+    Refused: an :class:`Artifact` or :class:`ToolResult` object anywhere, and the keys
+    ``artifacts``/``tool_artifacts`` at the top level of the state. Nested dicts are left
+    alone on purpose: below the top level sit messages and tool-call arguments the model
+    wrote, and a model must not be able to block a suspension by naming an argument
+    ``artifacts``. (A stored state is JSON, so no artifact object can pass the encoder anyway.)
+    """
+    for key in ("artifacts", "tool_artifacts"):
+        if key in state:
+            raise AuditStoreError(f"a suspended state must not carry {key!r}")
+    stack: list[object] = [state]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Artifact | ToolResult):
+            raise AuditStoreError("a suspended state must not carry artifacts or tool results")
+        if isinstance(value, dict | list | tuple):
+            if id(value) in seen:
+                continue  # a cycle: the encoder refuses it
+            seen.add(id(value))
+            stack.extend(value.values() if isinstance(value, dict) else value)

@@ -1,0 +1,201 @@
+"""The audit store's SQLite schema, its migrations, its statements, and how a connection is opened.
+
+The schema version is ``PRAGMA user_version``. :data:`MIGRATIONS` is the schema's whole history:
+migration ``i`` (0-based) takes a database from version ``i`` to ``i + 1``. An empty file gets
+all of them, an older file the missing ones, in one write transaction; a file newer than this
+code is refused rather than written with assumptions that no longer hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "ADD_TOKENS",
+    "INSERT_AT",
+    "INSERT_NEXT",
+    "INSERT_STEP",
+    "MIGRATIONS",
+    "RESUME",
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "SchemaVersionError",
+    "connect",
+    "fetch_seq",
+    "migrate",
+    "now",
+    "tokens",
+]
+
+
+class SchemaVersionError(Exception):
+    """The database file's schema is newer than this version of nr-llm knows."""
+
+
+#: Each entry is a list of statements: migration ``i`` moves version ``i`` to ``i + 1``.
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    # 1: runs and their events. A step's seq is allocated inside its own write transaction
+    # (MAX + 1 over the run's steps), so concurrent writers (threads or processes) never share
+    # a number and never leave a gap.
+    (
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            iterations INTEGER NOT NULL DEFAULT 0,
+            truncated INTEGER NOT NULL DEFAULT 0,
+            termination_reason TEXT,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            privacy_level TEXT NOT NULL,
+            suspended_state TEXT
+        )""",
+        """CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs (id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            round INTEGER,
+            duration_ms REAL,
+            payload TEXT NOT NULL,
+            UNIQUE (run_id, seq)
+        )""",
+    ),
+    # 2: host metadata per run, the time each step was stored, and an index for retention.
+    (
+        "ALTER TABLE runs ADD COLUMN meta TEXT",
+        "ALTER TABLE events ADD COLUMN recorded_at TEXT",
+        "CREATE INDEX runs_started_at ON runs (started_at)",
+    ),
+)
+
+#: The version this code writes.
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+def connect(path: Path, *, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open ``path`` (creating it owner-only, with its directory) in WAL mode.
+
+    ``isolation_level=None``: the persister issues ``BEGIN IMMEDIATE`` itself, so the write
+    lock is taken before any read inside a write transaction (no upgrade deadlocks).
+    """
+    if str(path) != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Created owner-only before SQLite sees it; SQLite gives -wal/-shm the same mode.
+        # O_EXCL matters: opening and closing an existing database file would drop every
+        # POSIX lock this process holds on it (other connections' locks too) and corrupt it.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+    conn = sqlite3.connect(
+        path,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        check_same_thread=False,  # one connection per persister, guarded by its lock
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # WAL + NORMAL: a commit survives a process crash (SIGKILL); only an OS crash or power
+        # loss can roll back the last commits. FULL would fsync every step.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows (purge, cleared suspended states) are overwritten, not left in free pages.
+        conn.execute("PRAGMA secure_delete = ON")
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> int:
+    """Apply the missing migrations up to ``target`` in one transaction; return the version."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the audit database has schema version {version}; this nr-llm knows "
+                f"{SCHEMA_VERSION} at most: upgrade nr-llm"
+            )
+        for number in range(version, target):
+            for statement in MIGRATIONS[number]:
+                conn.execute(statement)
+        if target > version:
+            conn.execute(f"PRAGMA user_version = {int(target)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return max(version, target)
+
+
+_second: tuple[int, str] = (0, "")
+
+
+def now() -> str:
+    # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings. The
+    # formatted second is cached: this runs once per recorded step.
+    global _second
+    now = time.time()
+    second = int(now)
+    if _second[0] != second:
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
+
+
+# The sequence number is allocated by the insert itself, from the run's own steps; the run
+# must exist and be open. ?1 is the run id.
+INSERT_STEP: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?1), 0) + 1, "
+    "?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+INSERT_NEXT: Final = INSERT_STEP + " RETURNING seq"
+INSERT_AT: Final = (
+    "INSERT INTO events (run_id, seq, kind, round, duration_ms, recorded_at, payload) "
+    "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
+    "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
+)
+RESUME: Final = (
+    "UPDATE runs SET status = 'running', suspended_state = NULL "
+    "WHERE id = ? AND status = 'suspended'"
+)
+ADD_TOKENS: Final = (
+    "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
+)
+
+
+def fetch_seq(cursor: sqlite3.Cursor) -> int | None:
+    # fetchall: the statement must run to completion so that its implicit transaction ends.
+    rows = cursor.fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def tokens(usage: object) -> tuple[int, int]:
+    if not isinstance(usage, Mapping):
+        return 0, 0
+
+    def first(*names: str) -> int:
+        for name in names:
+            value = usage.get(name)
+            if type(value) is int and value >= 0:
+                return value
+        return 0
+
+    return first("input_tokens", "prompt_tokens"), first("output_tokens", "completion_tokens")
+
+
+RUN_COLUMNS: Final = (
+    "id, status, started_at, ended_at, iterations, truncated, termination_reason, tokens_in, "
+    "tokens_out, privacy_level, suspended_state IS NOT NULL, "
+    "(SELECT COUNT(*) FROM events WHERE events.run_id = runs.id), meta"
+)

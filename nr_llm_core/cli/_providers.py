@@ -1,0 +1,115 @@
+"""Choosing a model provider from the command line (shared by ``run`` and ``runs approve``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from nr_llm_core.encoding import decode_json
+from nr_llm_core.providers import (
+    DEMO_TURNS,
+    AnthropicProvider,
+    OpenAIChatProvider,
+    Provider,
+    ScriptedProvider,
+    TrustZone,
+)
+
+__all__ = ["make_provider", "provider_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-sonnet-latest"}
+
+
+def _read_script(path: str) -> list[Any]:
+    """A JSON list of turns: strings (final answers) or ``{"content", "tool_calls"}``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            turns = decode_json(fh.read())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise click.BadParameter(f"cannot read the script ({type(exc).__name__})") from None
+    if type(turns) is not list or not all(
+        type(t) is str
+        or (
+            type(t) is dict
+            and type(t.get("content", "")) is str
+            and type(t.get("tool_calls", [])) is list
+            and all(
+                type(c) is dict
+                and type(c.get("name")) is str
+                and type(c.get("arguments", {})) is dict
+                and type(c.get("id", "")) is str
+                for c in t.get("tool_calls", [])
+            )
+        )
+        for t in turns
+    ):
+        raise click.BadParameter(
+            'a script is a JSON list of strings or {"content", "tool_calls": [{"name", '
+            '"arguments", "id"}]} objects',
+            param_hint="--script",
+        )
+    return turns
+
+
+def make_provider(
+    name: str | None,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    trust_zone: str | None = None,
+    script: str | None = None,
+) -> Provider:
+    """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
+    turns) when ``name`` is ``None``."""
+    if name in (None, "scripted"):
+        turns = DEMO_TURNS if script is None else _read_script(script)
+        return ScriptedProvider(turns, trust_zone=trust_zone or TrustZone.LOCAL)
+    if script is not None:
+        raise click.BadParameter("--script is for the scripted provider", param_hint="--script")
+    zone = TrustZone(trust_zone) if trust_zone else TrustZone.EXTERNAL
+    chosen = model or _DEFAULT_MODELS[name]
+    if name == "openai":
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return OpenAIChatProvider(url, chosen, trust_zone=zone)
+    if name == "anthropic":
+        url = base_url or "https://api.anthropic.com"
+        return AnthropicProvider(chosen, base_url=url, trust_zone=zone)
+    raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
+
+
+def provider_options(func: F) -> F:
+    """``--provider``, ``--model``, ``--base-url``, ``--trust-zone``, ``--script``."""
+    for option in reversed(
+        [
+            click.option(
+                "--provider",
+                type=click.Choice(["scripted", "openai", "anthropic"]),
+                default=None,
+                help="Model provider (default: the offline scripted demo).",
+            ),
+            click.option("--model", default=None, help="Model name for openai/anthropic."),
+            click.option(
+                "--base-url", default=None, help="API root, e.g. http://localhost:11434/v1."
+            ),
+            click.option(
+                "--trust-zone",
+                type=click.Choice([z.value for z in TrustZone]),
+                default=None,
+                help="Where the provider runs (default external for HTTP providers): "
+                "limits the tools offered.",
+            ),
+            click.option(
+                "--script",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="A JSON list of turns for the scripted provider (default: the demo).",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func

@@ -1,0 +1,133 @@
+"""``nr-llm demo``: the whole pipeline on the embedded defaults, shown one tool call at a time.
+
+It prepares the demo shop database, runs the scripted provider's demo over the builtin tools
+through the real loop, seam, privacy filter and audit store, and shows for every tool call,
+side by side: the content the model got, the artifacts that stayed behind, and the record as
+the audit store persisted it at the current privacy level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from nr_llm_core.cli._output import render_table, status, visible
+from nr_llm_core.cli.runs import db_option
+
+__all__ = ["demo"]
+
+PROMPT: Final = "What is in the shop database? Show me a few customers, and work out 19 * 23 + 4."
+_MIN_SIDE_BY_SIDE: Final = 120
+
+
+def _artifact_lines(artifacts: list[dict[str, Any]]) -> list[str]:
+    if not artifacts:
+        return ["(none)"]
+    lines: list[str] = []
+    for artifact in artifacts:
+        data = artifact["data"]
+        lines.append(f"[{artifact['type']}] {visible(artifact['label'], keep_newlines=False)}")
+        if artifact["type"] == "table":
+            lines.extend(render_table(data["columns"], data["rows"], max_width=18).splitlines())
+        else:
+            lines.extend(visible(str(data.get("text", ""))).splitlines())
+        lines.append("")
+    return lines[:-1]
+
+
+def _panel(title: str, lines: list[str], width: int) -> list[str]:
+    out = [title, "─" * min(width, max(len(title), 8))]
+    for line in lines:
+        wrapped = textwrap.wrap(line, width, replace_whitespace=False, drop_whitespace=False)
+        out.extend(wrapped or [""])
+    return out
+
+
+def _show_call(number: int, name: str, got: str, left: list[str], stored: Any, level: str) -> None:
+    panels = [
+        ("the model got", visible(got).splitlines() or [""]),
+        ("stayed behind (artifacts)", left),
+        (
+            f"persisted at {level}",
+            visible(json.dumps(stored, indent=1, ensure_ascii=False)).splitlines(),
+        ),
+    ]
+    click.secho(f"\ntool call {number}: {visible(name, keep_newlines=False)}", bold=True)
+    columns = shutil.get_terminal_size((100, 24)).columns
+    if columns >= _MIN_SIDE_BY_SIDE:
+        width = (columns - 6) // 3
+        rendered = [_panel(title, lines, width) for title, lines in panels]
+        for row in zip_longest(*rendered, fillvalue=""):
+            click.echo("  ".join(cell.ljust(width) for cell in row).rstrip())
+    else:
+        for title, lines in panels:
+            click.echo("\n".join(_panel(title, lines, columns - 2)))
+            click.echo("")
+
+
+@click.command()
+@click.option(
+    "--privacy",
+    type=click.Choice(["none", "metadata", "redacted", "full"], case_sensitive=False),
+    default=None,
+    help="What the audit store keeps (default: $NR_LLM_PRIVACY_LEVEL, else metadata).",
+)
+@db_option
+def demo(privacy: str | None, db: Path | None) -> None:
+    """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
+    # Imported here: `nr-llm --help` stays light.
+    from builtin_tools._config import DEFAULT_DEMO_DB, ENV_RECORDS_DB
+    from builtin_tools.demo_db import ensure_demo_db
+    from nr_llm_core.audit import default_db_path
+    from nr_llm_core.cli.run import open_store
+    from nr_llm_core.host import ToolHost
+    from nr_llm_core.loop import ToolLoop
+    from nr_llm_core.privacy import resolve_privacy_level
+    from nr_llm_core.providers import ScriptedProvider
+
+    level = resolve_privacy_level(privacy)
+    with status("Preparing the demo shop database"):
+        if not os.environ.get(ENV_RECORDS_DB):
+            ensure_demo_db(DEFAULT_DEMO_DB)
+    with status("Loading the tools"):
+        host = ToolHost.discover()
+    store_path = db if db is not None else default_db_path()
+    store = open_store(store_path)
+    with store:
+        loop = ToolLoop(ScriptedProvider.demo(), host, privacy=level, persister=store)
+        with status("Running the scripted demo through the tool loop"):
+            result = loop.run(PROMPT)
+        stored = [step["payload"] for step in store.steps(result.run_id)]
+    tool_records = [json.loads(p) for p in stored if json.loads(p).get("kind") == "tool"]
+
+    click.echo(f"\nprompt: {PROMPT}")
+    for number, (invocation, record) in enumerate(
+        zip(result.invocations, tool_records, strict=False), start=1
+    ):
+        outcome = invocation.result
+        _show_call(
+            number,
+            invocation.name,
+            outcome.content,
+            _artifact_lines([a.to_dict() for a in outcome.artifacts]),
+            record,
+            level.value,
+        )
+    click.secho("\nthe model's answer", bold=True)
+    click.echo(visible(result.content))
+    click.echo(
+        f"\n{result.termination_reason.value} after {result.iterations} completion(s); "
+        f"run {result.run_id} recorded in {visible(str(store_path), keep_newlines=False)} "
+        f"at privacy level {level.value}."
+    )
+    click.echo(f"See exactly what was stored:  nr-llm runs show {result.run_id}")
+    click.echo("Open the web playground:      nr-llm playground")
+    if result.termination_reason.value != "completed":
+        raise SystemExit(1)

@@ -1,0 +1,365 @@
+"""Privacy levels and the filter every persisted step goes through.
+
+:class:`RunStepPrivacyFilter` turns a step dict (:meth:`RunStep.to_dict`) into the record the
+audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
+
+``FULL``
+    verbatim.
+``REDACTED``
+    same shape; every string, dict keys included, through
+    :func:`~nr_llm_core.redaction.redact_value`. If the redactor fails, the step's METADATA
+    record is stored (with ``redaction_failed: true``), never the FULL one.
+``METADATA`` (the default)
+    host vocabulary and numbers only. The content keys (:data:`~nr_llm_core.trace.CONTENT_KEYS`)
+    are removed, ``content_redacted: true`` is set, and the summaries are computed from the
+    original: ``messages_sent_count``, ``content_length``, ``thinking_length``,
+    ``tool_result_length`` (characters), ``tool_artifacts_count``, ``tool_artifact_types``
+    (only values that are :class:`~nr_llm_core.results.ArtifactType` values) and
+    ``requested_tool_names``.
+``NONE``
+    ``kind``, ``round`` and ``duration_ms``, taken from the METADATA record, so it can never
+    hold more than METADATA does.
+
+Decisions for the keys that are not content keys but can still carry model or provider bytes
+(each pinned by a canary test in ``tests/test_privacy_canaries.py``):
+
+- ``tool_name`` and ``requested_tool_names``: the model chooses these. A name is kept only if
+  it matches ``[A-Za-z0-9_-]{1,64}`` (the shape every registered tool name has), else it becomes
+  :data:`INVALID_TOOL_NAME`. A tool step whose result is the seam's ``Error: unknown tool``
+  text records :data:`UNKNOWN_TOOL_NAME`: a hallucinated name is not a tool. Pass
+  ``known_tools`` to keep only registered names everywhere. A model *can* still spell up to 64
+  name-shaped characters into a requested tool name; that is the one bounded channel left, and
+  ``known_tools`` closes it.
+- ``tool_call_id``, and the call-id keys of ``approvals``: provider or model bytes. Each is
+  replaced by a stable reference ``sha256:<16 hex>`` of the id, so an approval can still be
+  matched with its tool step. The unkeyed hash hides the id's bytes, not its identity: a
+  guessable id can be confirmed by hashing a guess. ``approvals`` also gets
+  ``approved_count``/``denied_count``.
+- ``reason`` of an error step (and a run's termination reason) is meant to be host
+  vocabulary, but the loop writes ``provider error: <detail>`` and the detail can quote an
+  exception. A snake_case code is kept; for ``<lowercase words>: <detail>`` only the words
+  become a code (``provider_error``); anything else is :data:`UNRECOGNISED_REASON`
+  (:func:`reason_code`).
+- ``notes`` of an llm step (host sentences such as ``tool calls not answered: no tools were
+  offered``): each kept only if it is lowercase letters, digits, spaces and ``(),:-`` (at most
+  120 characters), else :data:`UNRECOGNISED_NOTE`.
+- ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
+- ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
+- ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
+  int, ``duration_ms`` only as a finite number.
+- any other top-level key is kept only if its name is snake_case and its value is a number or
+  a bool; anything else is dropped. New keys that hold text need a rule here first.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import math
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Final, final
+
+from nr_llm_core.redaction import redact_text, redact_value
+from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
+from nr_llm_core.trace import StepKind
+
+__all__ = [
+    "INVALID_TOOL_NAME",
+    "PRIVACY_ENV_VAR",
+    "UNKNOWN_TOOL_NAME",
+    "UNRECOGNISED_NOTE",
+    "UNRECOGNISED_REASON",
+    "USAGE_KEYS",
+    "PrivacyLevel",
+    "RunStepPrivacyFilter",
+    "call_reference",
+    "reason_code",
+    "resolve_privacy_level",
+]
+
+logger = logging.getLogger("nr_llm.privacy")
+
+#: The environment variable that sets the default level.
+PRIVACY_ENV_VAR: Final = "NR_LLM_PRIVACY_LEVEL"
+#: Stands for a tool name that is not name-shaped (or not in ``known_tools``).
+INVALID_TOOL_NAME: Final = "[invalid-tool-name]"
+#: Stands for the name of a tool the seam reported as unknown.
+UNKNOWN_TOOL_NAME: Final = "[unknown-tool]"
+#: Stands for an error reason that is not a snake_case code.
+UNRECOGNISED_REASON: Final = "[unrecognised-reason]"
+#: Stands for an llm step note that is not a plain host sentence.
+UNRECOGNISED_NOTE: Final = "[unrecognised-note]"
+#: Token counters kept from ``usage`` at METADATA.
+USAGE_KEYS: Final = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    }
+)
+
+
+def _canonical(vocabulary: Collection[str]) -> dict[str, str]:
+    # Stored strings are always these constants, never the input object (which could be a str
+    # subclass whose __eq__ claims to be a vocabulary word).
+    return {word: word for word in vocabulary}
+
+
+_REASON_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# The loop's notes are lowercase host sentences with counts ("dropped 2 tool call(s) without
+# a name"); no capital letter, quote or path character, so quoted model text rarely fits.
+_NOTE_RE: Final = re.compile(r"[a-z][a-z0-9 (),:-]{0,119}")
+_REASON_PREFIX_RE: Final = re.compile(r"([a-z][a-z ]{0,38}[a-z]):")
+_DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
+_SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_STEP_KINDS: Final = _canonical([k.value for k in StepKind])
+_ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
+_USAGE_KEYS: Final = _canonical(USAGE_KEYS)
+_UNKNOWN_TOOL_PREFIX: Final = 'Error: unknown tool "'
+_LENGTH_KEYS: Final = {
+    "content": "content_length",
+    "thinking": "thinking_length",
+    "tool_result": "tool_result_length",
+}
+
+
+class PrivacyLevel(enum.StrEnum):
+    """How much of a step the audit store keeps, from nothing to everything."""
+
+    NONE = "none"
+    METADATA = "metadata"
+    REDACTED = "redacted"
+    FULL = "full"
+
+
+def resolve_privacy_level(value: PrivacyLevel | str | None = None) -> PrivacyLevel:
+    """The level for ``value``, or from ``NR_LLM_PRIVACY_LEVEL`` when ``value`` is ``None``.
+
+    Unset means METADATA. An invalid value (any case and surrounding spaces are accepted) is
+    logged as a warning and also means METADATA: a typo must never widen what is stored.
+    """
+    if isinstance(value, PrivacyLevel):
+        return value
+    source = "argument"
+    if value is None:
+        value = os.environ.get(PRIVACY_ENV_VAR)
+        source = PRIVACY_ENV_VAR
+        if value is None or not value.strip():
+            return PrivacyLevel.METADATA
+    if isinstance(value, str):
+        try:
+            return PrivacyLevel(value.strip().lower())
+        except ValueError:
+            pass
+    logger.warning(
+        "invalid privacy level from %s (expected one of %s); using metadata",
+        source,
+        ", ".join(level.value for level in PrivacyLevel),
+    )
+    return PrivacyLevel.METADATA
+
+
+def call_reference(call_id: str) -> str:
+    """The stable reference stored for a tool call id at METADATA: ``sha256:<16 hex>``."""
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sha256:{digest[:16]}"
+
+
+def reason_code(reason: object) -> str:
+    """The METADATA form of an error or termination reason.
+
+    A snake_case code (``max_iterations``) is kept. A reason written as ``<lowercase words>:
+    <detail>`` (``provider error: timed out``) keeps only the words before the colon, as a
+    code (``provider_error``): the detail may quote an exception. Anything else is
+    :data:`UNRECOGNISED_REASON`.
+    """
+    if type(reason) is not str:
+        return UNRECOGNISED_REASON
+    if _REASON_RE.fullmatch(reason):
+        return reason
+    prefix = _REASON_PREFIX_RE.match(reason)
+    if prefix is not None:
+        return prefix.group(1).replace(" ", "_")
+    return UNRECOGNISED_REASON
+
+
+def _is_number(value: object) -> bool:
+    if type(value) is float:
+        return math.isfinite(value)
+    return type(value) is int or type(value) is bool
+
+
+@final
+class RunStepPrivacyFilter:
+    """Turns a step dict into the record the audit store keeps at ``level``.
+
+    ``filter`` never returns the input object itself and never raises for a dict input: a
+    redactor failure at REDACTED falls back to the METADATA record. ``known_tools``, when
+    given, limits the tool names kept at METADATA to those names.
+    """
+
+    __slots__ = ("_filter", "known_tools", "level")
+
+    def __init__(
+        self,
+        level: PrivacyLevel | str | None = None,
+        *,
+        known_tools: Collection[str] | None = None,
+    ) -> None:
+        self.level = resolve_privacy_level(level)
+        self.known_tools = None if known_tools is None else frozenset(known_tools)
+        filters: dict[PrivacyLevel, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+            PrivacyLevel.FULL: dict,
+            PrivacyLevel.REDACTED: self._redacted,
+            PrivacyLevel.METADATA: self._metadata,
+            PrivacyLevel.NONE: self._none,
+        }
+        self._filter = filters[self.level]
+
+    def __repr__(self) -> str:
+        return f"RunStepPrivacyFilter({self.level.value!r})"
+
+    def filter(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        """The record to persist for ``step`` (a :meth:`RunStep.to_dict` value)."""
+        return self._filter(step)
+
+    def filter_reason(self, reason: str | None) -> str | None:
+        """A run's termination reason as stored at this level (same rule as ``reason``)."""
+        if reason is None or self.level is PrivacyLevel.FULL:
+            return reason
+        if self.level is PrivacyLevel.REDACTED and type(reason) is str:
+            try:
+                return redact_text(reason)
+            except Exception:
+                return UNRECOGNISED_REASON
+        return reason_code(reason)
+
+    # -- levels ----------------------------------------------------------------------------------
+
+    def _none(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        record = self._metadata(step)
+        return {k: record[k] for k in ("kind", "round", "duration_ms") if k in record}
+
+    def _redacted(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            redacted = redact_value(dict(step))
+        except Exception as exc:  # any failure: less is stored, never more
+            logger.warning("redaction failed (%s); storing the metadata record", type(exc).__name__)
+            return {**self._metadata(step), "redaction_failed": True}
+        if not isinstance(redacted, dict):  # pragma: no cover - redact_value keeps dicts dicts
+            return self._metadata(step)
+        return redacted
+
+    def _metadata(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        kind = step.get("kind")
+        record: dict[str, Any] = {
+            "kind": _STEP_KINDS.get(kind, "other") if type(kind) is str else "other"
+        }
+        round_ = step.get("round")
+        if type(round_) is int:
+            record["round"] = round_
+        duration = step.get("duration_ms")
+        if _is_number(duration) and type(duration) is not bool:
+            record["duration_ms"] = duration
+        record["content_redacted"] = True
+        # One pass over the step (this runs for every recorded step): each key has its rule;
+        # a key with none keeps only a number under a snake_case name.
+        for key, value in step.items():
+            match key:
+                case "kind" | "round" | "duration_ms" | "content_redacted" | "raw":
+                    pass
+                case "tool_arguments":
+                    pass
+                case "messages_sent":
+                    if type(value) is list or type(value) is tuple:
+                        record["messages_sent_count"] = len(value)
+                case "content" | "thinking" | "tool_result":
+                    if type(value) is str:
+                        record[_LENGTH_KEYS[key]] = len(value)
+                case "tool_artifacts":
+                    if type(value) is list or type(value) is tuple:
+                        record["tool_artifacts_count"] = len(value)
+                        types = (a.get("type") for a in value if type(a) is dict)
+                        record["tool_artifact_types"] = [
+                            _ARTIFACT_TYPES[t]
+                            for t in types
+                            if type(t) is str and t in _ARTIFACT_TYPES
+                        ]
+                case "requested_tool_calls":
+                    if type(value) is list or type(value) is tuple:
+                        record["requested_tool_names"] = [
+                            self._tool_name(_call_name(c)) for c in value
+                        ]
+                case "tool_name":
+                    result = step.get("tool_result")
+                    unknown = (
+                        step.get("tool_is_error") is True
+                        and type(result) is str
+                        and result.startswith(_UNKNOWN_TOOL_PREFIX)
+                    )
+                    record["tool_name"] = UNKNOWN_TOOL_NAME if unknown else self._tool_name(value)
+                case "tool_call_id":
+                    if type(value) is str:
+                        record["tool_call_id"] = call_reference(value)
+                case "tool_is_error":
+                    if type(value) is bool:
+                        record["tool_is_error"] = value
+                case "approvals":
+                    if type(value) is dict:
+                        decisions = {
+                            call_reference(k): v
+                            for k, v in value.items()
+                            if type(k) is str and type(v) is bool
+                        }
+                        record["approvals"] = decisions
+                        record["approved_count"] = sum(decisions.values())
+                        record["denied_count"] = len(decisions) - record["approved_count"]
+                case "approval_digest":
+                    if type(value) is str and _DIGEST_RE.fullmatch(value):
+                        record["approval_digest"] = value
+                case "reason":
+                    record["reason"] = reason_code(value)
+                case "notes":
+                    if type(value) is list or type(value) is tuple:
+                        record["notes"] = [
+                            n if type(n) is str and _NOTE_RE.fullmatch(n) else UNRECOGNISED_NOTE
+                            for n in value
+                        ]
+                case "usage":
+                    if type(value) is dict:
+                        record["usage"] = {
+                            _USAGE_KEYS[k]: v
+                            for k, v in value.items()
+                            if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
+                        }
+                case _:
+                    # Numbers under snake_case keys are host metadata (counters, flags).
+                    if type(key) is str and _SNAKE_KEY_RE.fullmatch(key) and _is_number(value):
+                        record[key] = value
+        return record
+
+    def _tool_name(self, name: object) -> str:
+        if type(name) is not str or TOOL_NAME_RE.fullmatch(name) is None:
+            return INVALID_TOOL_NAME
+        if self.known_tools is not None and name not in self.known_tools:
+            return UNKNOWN_TOOL_NAME
+        return name
+
+
+def _call_name(call: object) -> object:
+    # Requested calls come as {"name": …} or in the OpenAI wire shape {"function": {"name": …}}.
+    if type(call) is not dict:
+        return None
+    name = call.get("name")
+    function = call.get("function")
+    if name is None and type(function) is dict:
+        name = function.get("name")
+    return name

@@ -1,0 +1,86 @@
+"""Approval from the command line: a run suspends, `nr-llm runs approve|deny` resumes it."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from builtin_tools.demo_db import build_demo_db
+from nr_llm_core.cli import main
+
+UPDATE = {
+    "name": "update_record",
+    "arguments": {"table": "products", "key": {"id": 1}, "values": {"name": "Quiet keyboard"}},
+}
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    db = tmp_path / "shop.db"
+    build_demo_db(db)
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "update_record")
+    return db
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "script.json"
+    turns = [{"content": "Renaming it.", "tool_calls": [UPDATE]}, "Renamed."]
+    path.write_text(json.dumps(turns))
+    return path
+
+
+def product_name(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        (name,) = conn.execute("SELECT name FROM products WHERE id = 1").fetchone()
+    return str(name)
+
+
+def suspend(script: Path) -> tuple[str, str]:
+    out = CliRunner().invoke(main, ["run", "rename product 1", "--script", str(script)])
+    assert out.exit_code == 0, out.output
+    assert "awaiting_approval" in out.output
+    match = re.search(r"nr-llm runs approve\|deny (\w+) --digest (\w+)", out.output)
+    assert match, out.output
+    return match.group(1), match.group(2)
+
+
+def test_approve_runs_the_call_and_finishes(shop: Path, script: Path) -> None:
+    run_id, digest = suspend(script)
+    assert product_name(shop) == "Mechanical keyboard"  # nothing ran before the decision
+    runner = CliRunner()
+    listed = runner.invoke(main, ["runs", "list"])
+    assert run_id in listed.output
+    out = runner.invoke(
+        main, ["runs", "approve", run_id, "--digest", digest, "--script", str(script)]
+    )
+    assert out.exit_code == 0, out.output
+    assert "Renamed." in out.output and "completed" in out.output
+    assert product_name(shop) == "Quiet keyboard"
+    again = runner.invoke(main, ["runs", "approve", run_id, "--script", str(script)])
+    assert again.exit_code == 1 and "not waiting for approval" in again.output
+
+
+def test_deny_refuses_the_call(shop: Path, script: Path) -> None:
+    run_id, digest = suspend(script)
+    out = CliRunner().invoke(
+        main, ["runs", "deny", run_id, "--digest", digest, "--script", str(script)]
+    )
+    assert out.exit_code == 0, out.output
+    assert "did not approve" in out.output
+    assert product_name(shop) == "Mechanical keyboard"
+
+
+def test_a_stale_digest_is_refused(shop: Path, script: Path) -> None:
+    run_id, _ = suspend(script)
+    out = CliRunner().invoke(
+        main, ["runs", "approve", run_id, "--digest", "0" * 64, "--script", str(script)]
+    )
+    assert out.exit_code == 1 and "stale approval" in out.output
+    assert product_name(shop) == "Mechanical keyboard"

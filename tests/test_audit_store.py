@@ -1,0 +1,501 @@
+"""The audit store on a real SQLite file: life cycle, schema, retention, crashes, concurrency."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nr_llm_core import _audit_schema
+from nr_llm_core.audit import (
+    AgentRunPersister,
+    AuditStoreError,
+    RunSettledError,
+    RunStatus,
+    UnknownRunError,
+    default_db_path,
+)
+from nr_llm_core.privacy import PrivacyLevel
+from nr_llm_core.results import Artifact, ToolResult
+from nr_llm_core.trace import RunStep, RunTrace, StepKind, ToolInvocation
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "audit" / "runs.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Any:
+    with AgentRunPersister(db) as persister:
+        yield persister
+
+
+def tool_step(round: int = 0, content: str = "ok") -> RunStep:
+    invocation = ToolInvocation(name="echo", arguments={}, result=ToolResult.text(content))
+    return RunStep.tool(round=round, duration_ms=1.0, invocation=invocation)
+
+
+def numbered_step(writer: int, index: int) -> RunStep:
+    # Numbers under snake_case keys survive METADATA: they identify each write in the store.
+    return RunStep(
+        kind=StepKind.TOOL, round=index, duration_ms=0.0, fields={"writer": writer, "index": index}
+    )
+
+
+def seqs(persister: AgentRunPersister, run_id: str) -> list[int]:
+    return [s["seq"] for s in persister.steps(run_id)]
+
+
+# -- files and defaults ------------------------------------------------------------------------
+
+
+def test_file_is_wal_owner_only_and_at_the_current_schema(
+    store: AgentRunPersister, db: Path
+) -> None:
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == _audit_schema.SCHEMA_VERSION
+    conn.close()
+
+
+def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NR_LLM_DB")
+    assert default_db_path() == Path(".nr-llm") / "audit.db"
+    monkeypatch.setenv("NR_LLM_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+
+
+def test_privacy_defaults_to_environment_then_metadata(
+    monkeypatch: pytest.MonkeyPatch, db: Path
+) -> None:
+    with AgentRunPersister(db) as p:
+        assert p.privacy is PrivacyLevel.METADATA
+    monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "redacted")
+    with AgentRunPersister(db) as p:
+        assert p.privacy is PrivacyLevel.REDACTED
+        run = p.begin(privacy="full")
+        assert p.get_run(run)["privacy_level"] == "full"
+
+
+# -- life cycle --------------------------------------------------------------------------------
+
+
+def test_begin_record_settle(store: AgentRunPersister) -> None:
+    run = store.begin(meta={"model": "m1"})
+    assert store.record_step(run, tool_step(0))
+    llm = RunStep.llm(
+        round=0, duration_ms=2.5, content="x", usage={"input_tokens": 7, "output_tokens": 2}
+    )
+    assert store.record_step(run, llm)
+    store.settle_completed(run, termination_reason="completed", iterations=1, truncated=False)
+    record = store.get_run(run)
+    assert record is not None
+    assert record["status"] == "completed"
+    assert record["ended_at"] is not None
+    assert (record["tokens_in"], record["tokens_out"]) == (7, 2)
+    assert (record["iterations"], record["truncated"], record["steps"]) == (1, False, 2)
+    assert record["meta"] == {"model": "m1"}
+    steps = store.steps(run)
+    assert [s["kind"] for s in steps] == ["tool", "llm"]
+    assert steps[1]["duration_ms"] == 2.5
+    assert steps[0]["step"]["content_redacted"] is True
+    assert [r["id"] for r in store.list_runs()] == [run]
+
+
+def test_a_final_status_cannot_be_settled_twice(store: AgentRunPersister) -> None:
+    run = store.begin()
+    store.settle_failed(run, termination_reason="provider_error")
+    with pytest.raises(RunSettledError):
+        store.settle_completed(run)
+    with pytest.raises(RunSettledError):
+        store.settle(run, "cancelled")
+    assert store.get_run(run)["status"] == "failed"
+
+
+def test_settle_refuses_unknown_runs_and_non_final_statuses(store: AgentRunPersister) -> None:
+    with pytest.raises(UnknownRunError):
+        store.settle_completed("nope")
+    run = store.begin()
+    with pytest.raises(AuditStoreError):
+        store.settle(run, RunStatus.SUSPENDED)
+    with pytest.raises(ValueError):
+        store.settle(run, "finished")
+
+
+def test_settle_usage_replaces_summed_tokens(store: AgentRunPersister) -> None:
+    run = store.begin()
+    store.record_step(
+        run, RunStep.llm(round=0, duration_ms=1, content="", usage={"input_tokens": 5})
+    )
+    store.settle_completed(run, usage={"input_tokens": 100, "output_tokens": 50})
+    record = store.get_run(run)
+    assert (record["tokens_in"], record["tokens_out"]) == (100, 50)
+
+
+def test_termination_reason_follows_the_privacy_rule(db: Path) -> None:
+    with AgentRunPersister(db, privacy="metadata") as p:
+        run = p.begin()
+        p.settle_failed(run, termination_reason="HTTP 500: CANARY-in-provider-error")
+        assert p.get_run(run)["termination_reason"] == "[unrecognised-reason]"
+    assert b"CANARY-in-provider-error" not in db.read_bytes()
+
+
+def test_begin_refuses_a_duplicate_id_and_non_json_meta(store: AgentRunPersister) -> None:
+    store.begin("r1")
+    with pytest.raises(AuditStoreError):
+        store.begin("r1")
+    with pytest.raises(AuditStoreError):
+        store.begin("r2", meta={"artifact": Artifact.text("l", "t")})
+    assert store.get_run("r2") is None
+
+
+def test_record_step_returns_false_for_unknown_or_settled_runs(store: AgentRunPersister) -> None:
+    assert store.record_step("nope", tool_step()) is False
+    run = store.begin()
+    assert store.record_step(run, tool_step())
+    store.settle_completed(run)
+    assert store.record_step(run, tool_step()) is False
+    assert seqs(store, run) == [1]
+
+
+def test_sequence_advances_only_on_success(db: Path) -> None:
+    with AgentRunPersister(db, privacy="full") as p:
+        run = p.begin()
+        assert p.record_step(run, tool_step(0))
+        bad = RunStep.llm(round=1, duration_ms=1, content="x", raw={1, 2})  # a set: not JSON
+        assert p.record_step(run, bad) is False
+        nan = RunStep.llm(round=1, duration_ms=float("nan"), content="x")
+        assert p.record_step(run, nan) is False
+        assert p.record_step(run, tool_step(2))
+        assert seqs(p, run) == [1, 2]
+        assert [s["round"] for s in p.steps(run)] == [0, 2]
+
+
+def test_record_step_never_raises(db: Path) -> None:
+    p = AgentRunPersister(db)
+    run = p.begin()
+    assert p.record_step(run, "not a step") is False
+    p.close()
+    assert p.record_step(run, tool_step()) is False  # closed connection: logged, not raised
+
+
+def test_trace_listener_records_every_step(store: AgentRunPersister) -> None:
+    trace = RunTrace()
+    run = store.attach(trace, meta={"source": "test"})
+    assert run == trace.run_id
+    for i in range(3):
+        trace.record(tool_step(i))
+    other = RunTrace(run_id="elsewhere")
+    other_run = store.begin()
+    other.add_listener(store.listener(other_run))
+    other.record(tool_step(9))
+    assert seqs(store, run) == [1, 2, 3]
+    assert seqs(store, other_run) == [1]
+
+
+def test_run_privacy_level_is_read_back_from_the_file(db: Path) -> None:
+    with AgentRunPersister(db) as writer:
+        run = writer.begin(privacy="full")
+    with AgentRunPersister(db, privacy="none") as other:  # another process's persister
+        assert other.record_step(run, tool_step(content="kept verbatim"))
+        assert other.steps(run)[0]["step"]["tool_result"] == "kept verbatim"
+
+
+# -- suspension --------------------------------------------------------------------------------
+
+STATE = {"messages": [{"role": "user", "content": "hi"}], "pending": [{"id": "c1", "name": "echo"}]}
+
+
+def test_suspend_load_resume(store: AgentRunPersister) -> None:
+    run = store.begin()
+    assert store.load_suspended(run) is None
+    store.suspend(run, STATE)
+    assert store.get_run(run)["status"] == "suspended"
+    assert store.load_suspended(run) == STATE
+    assert store.record_step(run, tool_step())  # a suspended run still takes steps
+    store.mark_resumed(run)
+    assert store.get_run(run)["status"] == "running"
+    assert store.load_suspended(run) is None
+    with pytest.raises(AuditStoreError):
+        store.mark_resumed(run)
+
+
+def test_settling_clears_the_suspended_state(store: AgentRunPersister, db: Path) -> None:
+    run = store.begin()
+    store.suspend(run, {"messages": [{"role": "user", "content": "SUSPENDED-CANARY"}]})
+    store.settle_cancelled(run, termination_reason="denied")
+    assert store.get_run(run)["suspended"] is False
+    with pytest.raises(RunSettledError):
+        store.suspend(run, STATE)
+    store.close()
+    assert b"SUSPENDED-CANARY" not in db.read_bytes()  # secure_delete overwrote it
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"pending": [Artifact.text("label", "text")]},
+        {"messages": [{"role": "tool", "result": ToolResult.text("x")}]},
+        {"messages": [], "artifacts": []},
+        {"messages": [], "tool_artifacts": [{"type": "text"}]},
+    ],
+    ids=["artifact", "tool-result", "artifacts-key", "tool-artifacts-key"],
+)
+def test_suspend_refuses_artifacts(store: AgentRunPersister, state: dict[str, Any]) -> None:
+    run = store.begin()
+    with pytest.raises(AuditStoreError, match="artifact"):
+        store.suspend(run, state)
+    assert store.get_run(run)["status"] == "running"
+
+
+def test_suspend_keeps_model_written_keys_that_look_like_artifacts(
+    store: AgentRunPersister,
+) -> None:
+    # Below the top level is data the model wrote: an argument named "artifacts" must not let
+    # a model block its run's suspension.
+    state = {
+        "pending": [{"id": "c1", "name": "t", "arguments": {"artifacts": ["a"]}}],
+        "messages": [{"role": "assistant", "content": "", "tool_artifacts": 1}],
+    }
+    run = store.begin()
+    store.suspend(run, state)
+    assert store.load_suspended(run) == state
+
+
+def test_recording_the_approval_step_resumes_the_run(store: AgentRunPersister) -> None:
+    run = store.begin()
+    store.suspend(run, STATE)
+    step = RunStep.approval(round=1, decisions={"c1": True}, digest="ab" * 16)
+    assert store.record_step(run, step)
+    record = store.get_run(run)
+    assert record is not None
+    assert record["status"] == "running"
+    assert record["suspended"] is False
+    assert store.load_suspended(run) is None  # the approval cannot be replayed
+
+
+def test_meta_privacy_sets_the_run_level(store: AgentRunPersister) -> None:
+    run = store.begin(meta={"provider": "ScriptedProvider", "privacy": "none"})
+    assert store.get_run(run)["privacy_level"] == "none"
+    assert store.record_step(run, tool_step(content="x"))
+    assert set(store.steps(run)[0]["step"]) == {"kind", "round", "duration_ms"}
+
+
+def test_suspend_refuses_non_json(store: AgentRunPersister) -> None:
+    run = store.begin()
+    with pytest.raises(AuditStoreError):
+        store.suspend(run, {"x": {1, 2}})
+
+
+# -- schema ------------------------------------------------------------------------------------
+
+
+def _tables(db: Path) -> dict[str, list[str]]:
+    conn = sqlite3.connect(db)
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    out = {n: [c[1] for c in conn.execute(f"PRAGMA table_info({n})")] for n in names}
+    conn.close()
+    return out
+
+
+def test_empty_file_gets_every_migration(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    AgentRunPersister(db).close()
+    tables = _tables(db)
+    assert {"runs", "events"} <= tables.keys()
+    assert "meta" in tables["runs"]
+    assert "recorded_at" in tables["events"]
+
+
+def test_upgrade_from_version_1_keeps_data(tmp_path: Path) -> None:
+    db = tmp_path / "v1.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert _audit_schema.migrate(conn, target=1) == 1
+    conn.execute(
+        "INSERT INTO runs (id, status, started_at, privacy_level) "
+        "VALUES ('old', 'running', '2020-01-01T00:00:00.000000Z', 'metadata')"
+    )
+    conn.execute(
+        "INSERT INTO events (run_id, seq, kind, round, duration_ms, payload) "
+        "VALUES ('old', 1, 'tool', 0, 1.0, '{\"kind\":\"tool\"}')"
+    )
+    conn.close()
+    assert "meta" not in _tables(db)["runs"]
+    with AgentRunPersister(db) as p:
+        assert p.get_run("old")["steps"] == 1
+        assert p.record_step("old", tool_step())
+        assert seqs(p, "old") == [1, 2]
+        assert p.steps("old")[0]["recorded_at"] is None
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "future.db"
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {_audit_schema.SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(AuditStoreError, match="upgrade nr-llm"):
+        AgentRunPersister(db)
+
+
+# -- retention ---------------------------------------------------------------------------------
+
+
+def test_purge_deletes_old_runs_and_their_bytes(db: Path) -> None:
+    p = AgentRunPersister(db, privacy="full")
+    old, new = p.begin(), p.begin()
+    p.record_step(old, tool_step(content="OLD-RUN-CANARY"))
+    p.record_step(new, tool_step(content="new run"))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE runs SET started_at = '2000-01-01T00:00:00.000000Z' WHERE id = ?", (old,))
+    conn.commit()
+    conn.close()
+    assert p.purge(30) == 1
+    assert p.get_run(old) is None
+    assert p.steps(old) == []
+    assert p.get_run(new) is not None
+    assert p.purge(30) == 0
+    with pytest.raises(AuditStoreError):
+        p.purge(-1)
+    p.close()
+    for path in db.parent.iterdir():
+        assert b"OLD-RUN-CANARY" not in path.read_bytes(), path.name
+
+
+# -- crashes and concurrency -------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from nr_llm_core.audit import AgentRunPersister
+    from nr_llm_core.trace import RunStep, StepKind
+    db, run, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    p = AgentRunPersister(db)
+    if run == "-":
+        run = p.begin("killed-run")
+    print("ready", flush=True)
+    sys.stdin.readline()  # wait for the go signal
+    for i in range(count):
+        step = RunStep(kind=StepKind.TOOL, round=i, duration_ms=0.0,
+                       fields={"writer": writer, "index": i})
+        assert p.record_step(run, step)
+        print(i, flush=True)
+    print("done", flush=True)
+    """
+)
+
+
+def _writer(db: Path, run: str, writer: int, count: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), run, str(writer), str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_sigkill_mid_run_loses_nothing_committed(db: Path) -> None:
+    AgentRunPersister(db).close()
+    proc = _writer(db, "-", 0, 1_000_000)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    last = -1
+    while last < 200:
+        last = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    with proc:  # closes the pipes and waits
+        pass
+    assert proc.returncode == -signal.SIGKILL
+    with AgentRunPersister(db) as p:
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+        stored = p.steps("killed-run")
+        # Every step reported as recorded is there (one more may have committed unreported).
+        assert len(stored) >= last + 1
+        assert [s["seq"] for s in stored] == list(range(1, len(stored) + 1))
+        assert [s["step"]["index"] for s in stored] == list(range(len(stored)))
+        p.settle_failed("killed-run", termination_reason="process_killed")
+        assert p.get_run("killed-run")["status"] == "failed"
+
+
+def test_eight_threads_and_two_processes_store_every_step_once(db: Path) -> None:
+    per_writer = 150
+    shared = AgentRunPersister(db)
+    run = shared.begin()
+    procs = [_writer(db, run, 100 + n, per_writer) for n in range(2)]
+    start = threading.Barrier(8 + 1)
+    failures: list[int] = []
+
+    def thread_writer(writer: int) -> None:
+        # Half the threads share one persister (its lock), half have their own connection.
+        own = AgentRunPersister(db) if writer % 2 else None
+        p = own or shared
+        start.wait()
+        for i in range(per_writer):
+            if not p.record_step(run, numbered_step(writer, i)):
+                failures.append(writer)
+        if own is not None:
+            own.close()
+
+    threads = [threading.Thread(target=thread_writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    start.wait()
+    for t in threads:
+        t.join()
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0
+        assert out.strip().endswith("done")
+    assert failures == []
+    stored = shared.steps(run)
+    total = 10 * per_writer
+    assert [s["seq"] for s in stored] == list(range(1, total + 1))
+    written = sorted((s["step"]["writer"], s["step"]["index"]) for s in stored)
+    expected = sorted((w, i) for w in [*range(8), 100, 101] for i in range(per_writer))
+    assert written == expected
+    shared.close()
+
+
+def test_two_persisters_alternating_on_one_run_stay_gap_free(db: Path) -> None:
+    # Each write by one persister makes the other's next number stale: every step after the
+    # first takes the conflict path (UNIQUE refuses, the allocating insert is used).
+    with AgentRunPersister(db) as a, AgentRunPersister(db) as b:
+        run = a.begin()
+        for i in range(20):
+            assert (a if i % 2 else b).record_step(run, numbered_step(i % 2, i))
+        assert seqs(a, run) == list(range(1, 21))
+        assert [s["step"]["index"] for s in a.steps(run)] == list(range(20))
+
+
+def test_a_run_id_reused_after_purge_starts_again_at_one(db: Path) -> None:
+    with AgentRunPersister(db) as p:
+        p.begin("again")
+        for i in range(3):
+            p.record_step("again", tool_step(i))
+        assert p.purge(0) == 1
+        p.begin("again")
+        assert p.record_step("again", tool_step())
+        assert seqs(p, "again") == [1]

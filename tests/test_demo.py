@@ -1,0 +1,97 @@
+"""`nr-llm demo` and the README's first command, on a fresh checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NR_LLM_")}
+    env["COLUMNS"] = "100"
+    return subprocess.run(
+        [sys.executable, "-m", "nr_llm_core", "demo", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_demo_shows_both_channels_and_the_persisted_record(tmp_path: Path) -> None:
+    out = run_demo(tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for tool in ("list_tables", "read_records", "calculate"):
+        assert "tool call" in text and tool in text
+    assert text.count("the model got") == 3
+    assert text.count("stayed behind (artifacts)") == 3
+    assert text.count("persisted at metadata") == 3
+    assert "[table] customers records" in text
+    assert "19 * 23 + 4 = 441" in text
+    assert "nr-llm playground" in text
+    # No credential or personal column reached either channel.
+    for hidden in ("password", "email", "@example"):
+        assert hidden not in text.lower()
+    # The run is in the audit store of the working directory, with every step.
+    db = tmp_path / ".nr-llm" / "audit.db"
+    with sqlite3.connect(db) as conn:
+        (status, level) = conn.execute("SELECT status, privacy_level FROM runs").fetchone()
+        kinds = [k for (k,) in conn.execute("SELECT kind FROM events ORDER BY seq")]
+    assert (status, level) == ("completed", "metadata")
+    assert kinds.count("tool") == 3 and kinds.count("llm") == 4
+    # At METADATA the stored tool steps hold no tool bytes.
+    for path in db.parent.glob("audit.db*"):  # the database, and its -wal/-shm if left
+        assert b"Ada Lovelace" not in path.read_bytes()
+
+
+def test_demo_at_full_shows_the_stored_content(tmp_path: Path) -> None:
+    out = run_demo(tmp_path, "--privacy", "full")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("persisted at full") == 3
+    assert '"tool_artifacts"' in out.stdout and "Ada Lovelace" in out.stdout
+
+
+@pytest.mark.slow
+def test_the_readme_first_command_works_on_a_fresh_checkout(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, checkout / name)
+    readme = (checkout / "README.md").read_text()
+    first = readme.split("```sh\n", 1)[1].splitlines()[0].split("#", 1)[0].strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NR_LLM_", "VIRTUAL_ENV"))}
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p
+    )
+    done = subprocess.run(
+        ["bash", "-c", first],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "the model got" in done.stdout
+    assert "completed after" in done.stdout
