@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -134,6 +135,9 @@ class ToolHost:
     ) -> None:
         self._isolation = as_policy(isolation)
         self._workers: dict[str | None, WorkerHandle] = {}
+        # A host dropped without close() still stops its workers (the finalizer holds the
+        # dict, not the host).
+        weakref.finalize(self, _close_workers, self._workers)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ToolHookSpec)
         # The frozen name -> implementation table. It is replaced whole, never changed in
@@ -541,6 +545,11 @@ class ToolHost:
             logger.error("tool %r returned %s, not a valid ToolResult", name, type(value).__name__)
             return ToolResult.error(f'Error: tool "{name}" returned an invalid result.')
         return result
+
+
+def _close_workers(workers: dict[str | None, WorkerHandle]) -> None:
+    for worker in list(workers.values()):
+        worker.close()
 
 
 def _dist_name(ep: Any) -> str | None:

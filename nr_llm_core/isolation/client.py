@@ -54,7 +54,8 @@ class WorkerTimeout(_TimedOut):
 class WorkerHandle:
     """The worker process of one distribution: started lazily, restarted after it died.
 
-    Requests are serialised by a lock: a worker runs one call at a time.
+    Requests are serialised by a lock: a worker runs one call at a time, and the time a call
+    waits for the lock does not count against its timeout.
     """
 
     def __init__(self, distribution: str | None, policy: IsolationPolicy) -> None:
@@ -76,7 +77,11 @@ class WorkerHandle:
         Raises :class:`WorkerTimeout` (the worker was killed) or :class:`IsolatedToolError`.
         """
         with self._lock:
-            proc = self._running()
+            try:
+                proc = self._running()
+            except OSError as exc:  # the interpreter could not be started at all
+                logger.error("worker of %r could not start: %s", self.distribution, exc)
+                raise IsolatedToolError("the worker could not start") from None
             assert proc.stdin is not None
             assert proc.stdout is not None
             deadline = time.monotonic() + timeout

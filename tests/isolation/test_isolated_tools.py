@@ -176,3 +176,24 @@ def test_the_cli_runs_an_isolated_tool(iso_site: Path) -> None:
     )
     assert hung.returncode == 1
     assert 'Error: tool "hang" timed out.' in hung.stdout
+
+
+def test_a_worker_that_cannot_start_is_a_load_error(
+    on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with isolated_host() as host:
+        errors = {e.entry_point: e.reason for e in host.load_errors}
+    assert errors["iso_echo"] == "its worker failed while loading it"
+    assert "iso_echo" not in host.names()
+
+
+def test_a_dropped_host_stops_its_workers(on_path: Path) -> None:
+    import gc
+
+    host = isolated_host()
+    pid = int(host.invoke("iso_pid", {}).content)
+    del host
+    gc.collect()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
