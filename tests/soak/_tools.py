@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from nr_llm_core import Artifact, ToolHost, ToolResult, ToolSpec, hookimpl
+from nr_llm_core import Artifact, ArtifactType, ToolHost, ToolResult, ToolSpec, hookimpl
 
 #: Seconds the threaded soak runs (default 3; the issue's full run is 60).
 SOAK_SECONDS: Final = float(os.environ.get("NR_LLM_SOAK_SECONDS", "3"))
@@ -19,6 +19,7 @@ SOAK_SECONDS: Final = float(os.environ.get("NR_LLM_SOAK_SECONDS", "3"))
 SOAK_INVOCATIONS: Final = int(os.environ.get("NR_LLM_SOAK_INVOCATIONS", "50000"))
 
 OK_RESULT = ToolResult.text("ok")
+BIG_TEXT = "x" * 60_000  # over the 50,000-byte artifact budget
 
 
 class Trivial:
@@ -61,8 +62,22 @@ class Refuses:
         return ToolResult.error("no")
 
 
+class Oversized:
+    """Artifacts the walk refuses: over the byte budget, or not encodable (NaN)."""
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec("oversized", "Returns artifacts the host must replace with the marker.")
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        if arguments.get("nan"):
+            return ToolResult.text("nan", Artifact(ArtifactType.TABLE, "t", {"n": float("nan")}))
+        return ToolResult.text("big", Artifact.text("t", BIG_TEXT))
+
+
 def soak_host() -> ToolHost:
     host = ToolHost()
-    for plugin in (Trivial(), Table(), Refuses()):
+    for plugin in (Trivial(), Table(), Refuses(), Oversized()):
         host.register(plugin)
     return host

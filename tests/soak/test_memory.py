@@ -18,6 +18,8 @@ CALLS = (
     ("trivial", {"text": "x"}),
     ("table", {"n": 7}),
     ("refuses", {}),
+    ("oversized", {}),  # refused by the walk: the marker
+    ("oversized", {"nan": True}),
     ("trivial", {"text": 3}),  # invalid arguments
     ("nope", {}),  # unknown tool
 )
