@@ -274,45 +274,17 @@ class ToolHost:
 
     def _load_isolated(self, ep: Any, policy: IsolationPolicy) -> None:
         """Load an entry point in its distribution's worker: this process never imports it."""
-        from nr_llm_core.isolation.client import (
-            IsolatedToolError,
-            RemoteTool,
-            WorkerHandle,
-            WorkerTimeout,
-            spec_from_dict,
-        )
+        from nr_llm_core.isolation.client import WorkerHandle, load_remote
 
         dist = _dist_name(ep)
         with self._lock:
             worker = self._workers.get(dist)
             if worker is None:
                 worker = self._workers[dist] = WorkerHandle(dist, policy)
-        try:
-            reply = worker.request(
-                {"op": "load", "name": ep.name, "dist": dist}, policy.load_timeout
-            )
-        except WorkerTimeout:
-            raise ToolLoadError("its worker did not load it in time") from None
-        except IsolatedToolError:
-            raise ToolLoadError("its worker failed while loading it") from None
-        if type(reply) is not dict or reply.get("ok") is not True:
-            reason = reply.get("reason") if type(reply) is dict else None
-            text = read_str(reason)
-            raise ToolLoadError(
-                "in its worker: " + (_short(text, _MAX_REASON_CHARS) if text else "refused")
-            )
-        try:
-            spec = spec_from_dict(reply.get("spec"))
-        except ValueError:
-            raise ToolLoadError("its worker sent an invalid tool spec") from None
-        if spec.name != ep.name:
-            raise ToolLoadError(
-                f"entry point name {ep.name!r} differs from tool_spec().name {spec.name!r}"
-            )
+        spec, remote = load_remote(worker, ep.name, policy.load_timeout)
         with self._lock:
             if spec.name in self._table:
                 raise ToolLoadError(f"tool name {spec.name!r} is already registered")
-            remote = RemoteTool(spec.name, worker)
             tool = _Tool(
                 spec=spec,
                 execute=remote.execute,

@@ -23,6 +23,8 @@ from typing import Any, final
 
 import attrs
 
+from nr_llm_core.bounding import coerce_utf8, read_str
+from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import _TimedOut
 from nr_llm_core.isolation.frames import (
@@ -35,7 +37,14 @@ from nr_llm_core.isolation.frames import (
 from nr_llm_core.isolation.policy import IsolationPolicy, worker_environment
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult, ToolSpec
 
-__all__ = ["IsolatedToolError", "RemoteTool", "WorkerHandle", "WorkerTimeout", "spec_from_dict"]
+__all__ = [
+    "IsolatedToolError",
+    "RemoteTool",
+    "WorkerHandle",
+    "WorkerTimeout",
+    "load_remote",
+    "spec_from_dict",
+]
 
 logger = logging.getLogger("nr_llm.isolation")
 
@@ -260,3 +269,37 @@ def spec_from_dict(data: object) -> ToolSpec:
         )
     except (KeyError, TypeError, ValueError):
         raise ValueError("not a spec") from None
+
+
+_MAX_REASON_CHARS = 300
+
+
+def load_remote(worker: WorkerHandle, name: str, timeout: float) -> tuple[ToolSpec, RemoteTool]:
+    """Have ``worker`` load the entry point ``name`` of its distribution.
+
+    Returns the tool's spec and the :class:`RemoteTool` that runs its calls. Raises
+    ``ToolLoadError`` with a host-worded reason (the worker's own reason, bounded, when it
+    refused the plugin).
+    """
+    try:
+        reply = worker.request({"op": "load", "name": name, "dist": worker.distribution}, timeout)
+    except WorkerTimeout:
+        raise ToolLoadError("its worker did not load it in time") from None
+    except IsolatedToolError:
+        raise ToolLoadError("its worker failed while loading it") from None
+    if type(reply) is not dict or reply.get("ok") is not True:
+        text = read_str(reply.get("reason")) if type(reply) is dict else None
+        if text:
+            text = coerce_utf8(text)
+            if len(text) > _MAX_REASON_CHARS:
+                text = text[: _MAX_REASON_CHARS - 1] + "…"
+        raise ToolLoadError("in its worker: " + (text or "refused"))
+    try:
+        spec = spec_from_dict(reply.get("spec"))
+    except ValueError:
+        raise ToolLoadError("its worker sent an invalid tool spec") from None
+    if spec.name != name:
+        raise ToolLoadError(
+            f"entry point name {name!r} differs from tool_spec().name {spec.name!r}"
+        )
+    return spec, RemoteTool(spec.name, worker)

@@ -197,3 +197,40 @@ def test_a_dropped_host_stops_its_workers(on_path: Path) -> None:
     gc.collect()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_every_load_failure_of_the_loading_tests_is_a_load_error_when_isolated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.loading.distributions import add_distribution, good_tool
+    from tests.loading.test_entry_points import REGISTERS_THROUGH_HOST, SECRET, WRAPPER
+
+    site = tmp_path / "site"
+    dists = {
+        "x-import-error": ("x_import_error", "import nr_llm_no_such_module\n"),
+        "x-raises": ("x_raises", f"raise RuntimeError({SECRET!r})\n"),
+        "x-exits": ("x_exits", "import sys\nsys.exit(3)\n"),
+        "x-wrong-object": ("x_wrong", "NUMBER = 42\nTool = NUMBER\n"),
+        "x-mismatch": ("x_mismatch", good_tool("real_name")),
+        "x-wrapper": ("x_wrapper", WRAPPER.replace("wrapper_tool", "x_wrapper")),
+        "x-sneaky": ("x_sneaky", REGISTERS_THROUGH_HOST.format(tool=good_tool("x_sneaky"))),
+        "x-good": ("x_good", good_tool("x_good")),
+    }
+    for dist, (module, source) in dists.items():
+        add_distribution(site, dist, {module: f"{module}:Tool"}, {module: source})
+    monkeypatch.syspath_prepend(str(site))
+    with ToolHost.discover(isolate={"distributions": list(dists)}) as host:
+        errors = {e.entry_point: e.reason for e in host.load_errors if e.distribution in dists}
+        assert host.invoke("x_good", {}).content == "x_good ran"
+    assert errors == {
+        "x_import_error": "in its worker: could not be imported: ModuleNotFoundError: "
+        "No module named 'nr_llm_no_such_module'",
+        "x_raises": "in its worker: could not be imported: RuntimeError",
+        "x_exits": "in its worker: could not be imported: SystemExit",
+        "x_wrong": "in its worker: no execute hookimpl",
+        "x_mismatch": "in its worker: entry point name 'x_mismatch' differs from "
+        "tool_spec().name 'real_name'",
+        "x_wrapper": "in its worker: hookimpl 'execute' declares wrapper, which tools may not use",
+        "x_sneaky": "in its worker: registered further plugins while being imported",
+    }
+    assert not any(m in sys.modules for m in ("x_raises", "x_good", "x_sneaky"))
