@@ -234,3 +234,29 @@ def test_every_load_failure_of_the_loading_tests_is_a_load_error_when_isolated(
         "x_sneaky": "in its worker: registered further plugins while being imported",
     }
     assert not any(m in sys.modules for m in ("x_raises", "x_good", "x_sneaky"))
+
+
+def test_nr_llm_run_with_an_isolated_tool(iso_site: Path, tmp_path: Path) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"content": "", "tool_calls": [{"name": "iso_echo", "arguments": {"text": "r"}}]},
+                "done",
+            ]
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NR_LLM_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(iso_site), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "nr_llm_core", "run", "go", "--script", str(script)]
+    proc = subprocess.run(
+        [*command, "--isolate", "iso-good", "--no-record"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "iso_echo: echo: r" in proc.stdout
+    assert "completed after 2 completion(s)" in proc.stdout
