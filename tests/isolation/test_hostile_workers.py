@@ -98,7 +98,7 @@ def test_a_segfault(hostile: ToolHost) -> None:
 def test_a_cpu_spin_hits_the_cpu_rlimit_before_the_timeout(hostile: ToolHost) -> None:
     started = time.monotonic()
     assert hostile.invoke("spin", {}).content == 'Error: tool "spin" failed.'
-    assert time.monotonic() - started < 10  # the 20 s timeout did not have to act
+    assert time.monotonic() - started < 19  # the 20 s timeout did not have to act
     _calm_pid(hostile)
 
 
