@@ -105,6 +105,11 @@ class WorkerHandle:
             except (FrameError, OSError) as exc:
                 self._kill(str(exc) if type(exc) is FrameError else _describe(exc))
                 raise IsolatedToolError("the worker failed") from None
+            except BaseException:
+                # Interrupted mid-exchange (KeyboardInterrupt …): a reply may still come, and
+                # the next request would read it as its own. The worker goes.
+                self._kill("interrupted during a request")
+                raise
 
     def close(self) -> None:
         """Stop the worker (it is started again by the next request)."""
