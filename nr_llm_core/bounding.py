@@ -61,12 +61,18 @@ _ARTIFACT_OBJECT_MIN: Final = len('{"type":"","label":"","data":}') + len("text"
 
 
 class _Refused(Exception):
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+    reason: str = REASON_UNENCODABLE
 
 
-_TOO_LARGE: Final = _Refused(REASON_TOO_LARGE)
-_UNENCODABLE: Final = _Refused(REASON_UNENCODABLE)
+# Raised as classes, so that every refusal is a fresh instance. A shared instance would keep
+# each raise's traceback (Python chains a re-raised instance's tracebacks), and with it every
+# refused value the walk's frames held: a leak of the hostile data itself.
+class _TOO_LARGE(_Refused):  # named as the constant it replaces
+    reason = REASON_TOO_LARGE
+
+
+class _UNENCODABLE(_Refused):  # named as the constant it replaces
+    reason = REASON_UNENCODABLE
 
 
 def coerce_utf8(text: str) -> str:

@@ -13,8 +13,9 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection, Iterable
-from typing import Any, Final, final
+import weakref
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import pluggy
@@ -23,7 +24,11 @@ from nr_llm_core._logging import log_exception
 from nr_llm_core.bounding import bound_result, coerce_utf8, read_str
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
+from nr_llm_core.isolation.policy import IsolationPolicy, as_policy
 from nr_llm_core.results import ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from nr_llm_core.isolation.client import RemoteTool, WorkerHandle
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -77,6 +82,9 @@ class _Tool:
     distribution: str | None
     plugin: object = attrs.field(repr=False)
     enabled: bool = False
+    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
+    # the limit to the worker, which is killed when it passes.
+    remote: RemoteTool | None = None
 
     @property
     def takes_context(self) -> bool:
@@ -108,6 +116,12 @@ class ToolHost:
     ``NR_LLM_DISABLE_TOOLS``, ``NR_LLM_DISABLE_GROUPS``), so an operator can switch tools of a
     host without code; a disable, from either source, always wins over an enable.
     ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
+
+    ``isolation`` names the entry points that run in a worker process instead of in this one:
+    an :class:`~nr_llm_core.isolation.IsolationPolicy`, a mapping of its fields, or tool and
+    distribution names (``["*"]``: all); ``NR_LLM_ISOLATE`` adds names. Isolated tools are
+    called through the same :meth:`invoke`. Call :meth:`close` (or use the host as a context
+    manager) to stop the worker processes.
     """
 
     def __init__(
@@ -117,7 +131,13 @@ class ToolHost:
         enable: Iterable[str] = (),
         disable: Iterable[str] = (),
         disable_groups: Iterable[str] = (),
+        isolation: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None = None,
     ) -> None:
+        self._isolation = as_policy(isolation)
+        self._workers: dict[str | None, WorkerHandle] = {}
+        # A host dropped without close() still stops its workers (the finalizer holds the
+        # dict, not the host).
+        weakref.finalize(self, _close_workers, self._workers)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ToolHookSpec)
         # The frozen name -> implementation table. It is replaced whole, never changed in
@@ -141,6 +161,7 @@ class ToolHost:
         *,
         autoload: bool | None = None,
         block: Iterable[str] | None = None,
+        isolate: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None = None,
         **options: Any,
     ) -> ToolHost:
         """A host with every tool of the ``nr_llm.tool`` entry-point group loaded.
@@ -150,8 +171,11 @@ class ToolHost:
         :class:`ToolLoadError` on the first problem instead. ``autoload=False`` (or
         ``NR_LLM_DISABLE_PLUGIN_AUTOLOAD``) loads only the entry points named in
         ``NR_LLM_PLUGINS``; ``block`` (or ``NR_LLM_BLOCK_TOOLS``) names tools never to load.
+        ``isolate`` names the entry points to run in worker processes (see :class:`ToolHost`).
         ``options`` go to :class:`ToolHost`.
         """
+        if isolate is not None:
+            options["isolation"] = isolate
         host = cls(**options)
         host.load_entry_points(strict=strict, autoload=autoload, block=block)
         return host
@@ -170,6 +194,7 @@ class ToolHost:
             autoload = not os.environ.get(ENV_DISABLE_AUTOLOAD)
         blocked = _env_names(ENV_BLOCK_TOOLS) | frozenset(block or ())
         wanted = None if autoload else _env_names(ENV_PLUGINS)
+        policy = IsolationPolicy.from_env(self._isolation)
 
         found = sorted(
             importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
@@ -178,6 +203,22 @@ class ToolHost:
         claims: dict[str, list[Any]] = {}
         for ep in found:
             claims.setdefault(ep.name, []).append(ep)
+        try:
+            self._load_claims(claims, strict, blocked, wanted, policy)
+        finally:
+            if policy.isolates_anything():
+                # The loading workers are not kept: a worker starts on a tool's first call, so
+                # a host holds no processes for tools that are never called.
+                self.close()
+
+    def _load_claims(
+        self,
+        claims: dict[str, list[Any]],
+        strict: bool,
+        blocked: frozenset[str],
+        wanted: frozenset[str] | None,
+        policy: IsolationPolicy,
+    ) -> None:
         for name, eps in claims.items():
             if name in blocked or (wanted is not None and name not in wanted):
                 continue
@@ -193,7 +234,10 @@ class ToolHost:
                 continue
             ep = eps[0]
             try:
-                self._load_one(ep)
+                if policy.isolates_anything() and policy.covers(ep.name, _dist_name(ep)):
+                    self._load_isolated(ep, policy)
+                else:
+                    self._load_one(ep)
             except ToolLoadError as exc:
                 self._refuse(strict, exc.reason, ep.name, _dist_name(ep))
 
@@ -227,6 +271,30 @@ class ToolHost:
                 raise
             finally:
                 self._importing = None
+
+    def _load_isolated(self, ep: Any, policy: IsolationPolicy) -> None:
+        """Load an entry point in its distribution's worker: this process never imports it."""
+        from nr_llm_core.isolation.client import WorkerHandle, load_remote
+
+        dist = _dist_name(ep)
+        with self._lock:
+            worker = self._workers.get(dist)
+            if worker is None:
+                worker = self._workers[dist] = WorkerHandle(dist, policy)
+        spec, remote = load_remote(worker, ep.name, policy.load_timeout)
+        with self._lock:
+            if spec.name in self._table:
+                raise ToolLoadError(f"tool name {spec.name!r} is already registered")
+            tool = _Tool(
+                spec=spec,
+                execute=remote.execute,
+                argnames=("arguments", "context"),
+                validate=_compile_schema(spec),
+                distribution=dist,
+                plugin=remote,
+                remote=remote,
+            )
+            self._publish({**self._table, spec.name: tool})
 
     def register(self, plugin: object) -> str:
         """Register a tool plugin (a module, an object, or a class to instantiate).
@@ -359,6 +427,25 @@ class ToolHost:
         tool = self._table.get(name)
         return tool is not None and tool.enabled
 
+    def is_isolated(self, name: str) -> bool:
+        """Whether a registered tool runs in a worker process."""
+        tool = self._table.get(name)
+        return tool is not None and tool.remote is not None
+
+    def close(self) -> None:
+        """Stop every worker process (a later call of an isolated tool starts its worker
+        again)."""
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            worker.close()
+
+    def __enter__(self) -> ToolHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def permitted(self, allowed: Collection[str] | None = None) -> list[str]:
         """The tools a run with this allow-list may call: enabled, and named when ``allowed``."""
         return [
@@ -418,7 +505,7 @@ class ToolHost:
             else:
                 value = tool.execute(arguments)
         except _TimedOut:
-            logger.error("tool %r did not return within %s s; its thread is abandoned", name, limit)
+            logger.error("tool %r did not return in time (limit %s s)", name, limit)
             return ToolResult.error(f'Error: tool "{name}" timed out.')
         except KeyboardInterrupt:
             raise
@@ -430,6 +517,11 @@ class ToolHost:
             logger.error("tool %r returned %s, not a valid ToolResult", name, type(value).__name__)
             return ToolResult.error(f'Error: tool "{name}" returned an invalid result.')
         return result
+
+
+def _close_workers(workers: dict[str | None, WorkerHandle]) -> None:
+    for worker in list(workers.values()):
+        worker.close()
 
 
 def _dist_name(ep: Any) -> str | None:
@@ -492,6 +584,8 @@ def _call_with_timeout(
     it holds) until the process ends; its eventual result is discarded. Process isolation is
     the remedy for tools that must be stopped.
     """
+    if tool.remote is not None:  # a worker process can be killed: no thread needed
+        return tool.remote.call(arguments, context, limit)
     outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:

@@ -99,6 +99,13 @@ def report(result: ToolLoopResult) -> None:
 @click.option("--tools", "tools", default=None, help="Comma-separated tools to offer.")
 @click.option("--max-rounds", type=click.IntRange(1), default=5, show_default=True)
 @click.option(
+    "--isolate",
+    "isolate",
+    multiple=True,
+    metavar="NAME",
+    help="Run this tool, or every tool of this distribution, in a worker process ('*': all).",
+)
+@click.option(
     "--privacy",
     type=click.Choice([level.value for level in PrivacyLevel], case_sensitive=False),
     default=None,
@@ -115,6 +122,7 @@ def run(
     script: str | None,
     tools: str | None,
     max_rounds: int,
+    isolate: tuple[str, ...],
     privacy: str | None,
     db: Path | None,
     no_record: bool,
@@ -131,12 +139,13 @@ def run(
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
     store = None if no_record else open_store(db)
-    loop = ToolLoop(
-        chosen, ToolHost.discover(), max_iterations=max_rounds, privacy=privacy, persister=store
-    )
     try:
-        with status(f"Running the tool loop ({type(chosen).__name__})"):
-            result = loop.run(prompt, allowed=allowed)
+        with ToolHost.discover(isolate=isolate or None) as host:
+            loop = ToolLoop(
+                chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store
+            )
+            with status(f"Running the tool loop ({type(chosen).__name__})"):
+                result = loop.run(prompt, allowed=allowed)
     finally:
         if store is not None:
             store.close()

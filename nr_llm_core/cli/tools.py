@@ -17,15 +17,24 @@ __all__ = ["doctor", "tools"]
 
 
 def _host(ctx: click.Context) -> ToolHost:
-    return ToolHost.discover(block=ctx.obj.get("block") if ctx.obj else None)
+    obj = ctx.obj or {}
+    return ToolHost.discover(block=obj.get("block"), isolate=obj.get("isolate") or None)
 
 
 @click.group()
 @click.option("--block", "block", multiple=True, metavar="NAME", help="Do not load this tool.")
+@click.option(
+    "--isolate",
+    "isolate",
+    multiple=True,
+    metavar="NAME",
+    help="Run this tool, or every tool of this distribution, in a worker process "
+    "('*': all; NR_LLM_ISOLATE adds names).",
+)
 @click.pass_context
-def tools(ctx: click.Context, block: tuple[str, ...]) -> None:
+def tools(ctx: click.Context, block: tuple[str, ...], isolate: tuple[str, ...]) -> None:
     """List, describe and run the installed tools."""
-    ctx.obj = {"block": block}
+    ctx.obj = {"block": block, "isolate": isolate}
 
 
 @tools.command("list")
@@ -41,6 +50,7 @@ def list_tools(ctx: click.Context, as_json: bool) -> None:
             "distribution": host.distribution(spec.name),
             "group": spec.group,
             "enabled": host.is_enabled(spec.name),
+            "isolated": host.is_isolated(spec.name),
         }
         for spec in host.specs()
     ]
@@ -108,8 +118,8 @@ def run_tool(
         arguments: Any = json.loads(args)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
-    host = _host(ctx)
-    result = host.invoke(name, arguments, timeout=timeout)
+    with _host(ctx) as host:
+        result = host.invoke(name, arguments, timeout=timeout)
     if as_json:
         click.echo(encode_json_str(result_to_dict(result)))
     else:

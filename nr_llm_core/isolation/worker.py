@@ -1,0 +1,156 @@
+"""The worker process of an isolated tool distribution: ``python -m nr_llm_core.isolation.worker``.
+
+It is started by the host with one JSON argument (its limits and the host's ``sys.path``),
+reads request frames on stdin and writes reply frames on a private copy of the original
+stdout. Before any plugin is imported, file descriptor 1 and ``sys.stdout`` are pointed at
+stderr, so whatever a tool prints (from Python or from C) can never be mistaken for a reply.
+
+Requests: ``{"op": "load", "name", "dist"}`` loads one entry point with the same loader the
+host uses in-process and answers its spec or the reason it was refused; ``{"op": "call",
+"name", "dist", "arguments", "context"}`` runs the tool and answers ``{"status": "ok",
+"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` or ``{"status": "invalid"}``.
+The worker bounds the result before sending it, to keep the frame small; the host bounds it
+again, because nothing a worker sends is trusted. End of input ends the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+__all__ = ["main", "reply_fd"]
+
+#: The descriptor replies are written to, once :func:`main` runs. Code in the worker can reach
+#: it like any other descriptor: isolation protects the host from the worker, not the worker's
+#: own stream from its tools (the host's tests use it to play a hostile worker).
+reply_fd: int | None = None
+
+
+def _set_limits(config: dict[str, Any]) -> None:
+    import resource
+
+    # A crashing tool must not leave core files of host-sized memory behind.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    memory = config.get("memory_bytes")
+    if memory is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def _limit_cpu(seconds: int | None) -> None:
+    """Give the coming call ``seconds`` of CPU time from now (SIGXCPU ends the worker)."""
+    if seconds is None:
+        return
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + seconds
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+class _Worker:
+    def __init__(self, config: dict[str, Any]) -> None:
+        from nr_llm_core.host import ToolHost
+
+        self.host = ToolHost()
+        self.cpu_seconds: int | None = config.get("cpu_seconds")
+        self.refused: dict[str, str] = {}
+
+    def load(self, name: str, dist: str | None) -> dict[str, Any]:
+        from nr_llm_core.errors import ToolLoadError
+
+        if name in self.host.names():
+            return {"ok": True, "spec": self.host.spec(name).to_dict()}
+        if name in self.refused:
+            return {"ok": False, "reason": self.refused[name]}
+        ep = _find_entry_point(name, dist)
+        if ep is None:
+            reason = "entry point not found in the worker"
+        else:
+            try:
+                self.host._load_one(ep)
+            except ToolLoadError as exc:
+                reason = exc.reason
+            else:
+                return {"ok": True, "spec": self.host.spec(name).to_dict()}
+        self.refused[name] = reason
+        return {"ok": False, "reason": reason}
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        from nr_llm_core.bounding import bound_result
+        from nr_llm_core.hooks import ToolContext
+        from nr_llm_core.host import _call
+
+        name = request["name"]
+        if not self.load(name, request.get("dist"))["ok"]:
+            return {"status": "failed"}
+        tool = self.host._table[name]
+        raw_context = request.get("context")
+        context = None if raw_context is None else ToolContext(**raw_context)
+        _limit_cpu(self.cpu_seconds)
+        try:
+            value = _call(tool, request["arguments"], context)
+        except BaseException:  # the tool's fault, whatever it is; the host words the error
+            return {"status": "failed"}
+        result = bound_result(value)
+        if result is None:
+            return {"status": "invalid"}
+        return {
+            "status": "ok",
+            "content": result.content,
+            "is_error": result.is_error,
+            "artifacts": [a.to_dict() for a in result.artifacts],
+        }
+
+
+def _find_entry_point(name: str, dist: str | None) -> Any:
+    import importlib_metadata
+
+    from nr_llm_core.host import ENTRY_POINT_GROUP, _dist_name
+
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+        if _dist_name(ep) == dist:
+            return ep
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve requests until stdin closes."""
+    args = sys.argv[1:] if argv is None else argv
+    config: dict[str, Any] = json.loads(args[0]) if args else {}
+    # The replies get a private descriptor; fd 1 (and so print(), and C code writing to
+    # stdout) now goes to stderr.
+    global reply_fd
+    reply_fd = out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _set_limits(config)
+    for entry in reversed(config.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(1, entry)
+
+    from nr_llm_core.isolation.frames import FrameError, read_frame, write_frame
+
+    worker = _Worker(config)
+    while True:
+        try:
+            request = read_frame(0, deadline=None, max_bytes=1 << 30)
+        except FrameError:
+            return 0  # the host closed the pipe (or spoke nonsense): nothing left to do
+        op = request.get("op") if type(request) is dict else None
+        if op == "load":
+            reply = worker.load(request["name"], request.get("dist"))
+        elif op == "call":
+            reply = worker.call(request)
+        else:
+            reply = {"status": "failed"}
+        write_frame(out, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
