@@ -14,21 +14,37 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import pluggy
 
-from nr_llm_core._logging import log_exception
-from nr_llm_core.bounding import bound_result, coerce_utf8, read_str
+from nr_llm_core._dispatch import (
+    TimedOut,
+    call_tool,
+    call_with_timeout,
+    invalid_arguments,
+    log_failure,
+)
+from nr_llm_core._registry import (
+    MAX_REASON_CHARS,
+    Tool,
+    build_tool,
+    check_hookimpls,
+    compile_schema,
+    dist_name,
+    import_failure,
+    short,
+)
+from nr_llm_core.bounding import bound_result, read_str
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
 from nr_llm_core.isolation.policy import IsolationPolicy, as_policy
 from nr_llm_core.results import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
-    from nr_llm_core.isolation.client import RemoteTool, WorkerHandle
+    from nr_llm_core.isolation.client import WorkerHandle
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -58,9 +74,6 @@ ENV_DISABLE_TOOLS: Final = "NR_LLM_DISABLE_TOOLS"
 #: Comma-separated groups to disable; no per-tool enable overrides a disabled group.
 ENV_DISABLE_GROUPS: Final = "NR_LLM_DISABLE_GROUPS"
 
-_HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
-_REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
-_MAX_REASON_CHARS: Final = 300
 _MAX_NAME_CHARS: Final = 80
 
 
@@ -73,36 +86,13 @@ class LoadError:
     reason: str
 
 
-@attrs.frozen
-class _Tool:
-    spec: ToolSpec
-    execute: Callable[..., object]
-    argnames: tuple[str, ...]
-    validate: Callable[[Any], Any]
-    distribution: str | None
-    plugin: object = attrs.field(repr=False)
-    enabled: bool = False
-    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
-    # the limit to the worker, which is killed when it passes.
-    remote: RemoteTool | None = None
-
-    @property
-    def takes_context(self) -> bool:
-        return len(self.argnames) > 1
-
-
 def _env_names(var: str) -> frozenset[str]:
     return frozenset(part.strip() for part in os.environ.get(var, "").split(",") if part.strip())
 
 
-def _short(text: str, limit: int) -> str:
-    text = coerce_utf8(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _display_name(name: object) -> str:
     text = read_str(name)
-    return "?" if text is None else _short(text, _MAX_NAME_CHARS)
+    return "?" if text is None else short(text, _MAX_NAME_CHARS)
 
 
 @final
@@ -142,7 +132,7 @@ class ToolHost:
         self._pm.add_hookspecs(ToolHookSpec)
         # The frozen name -> implementation table. It is replaced whole, never changed in
         # place, so invoke() reads it without a lock.
-        self._table: dict[str, _Tool] = {}
+        self._table: dict[str, Tool] = {}
         self._load_errors: list[LoadError] = []
         self._lock = threading.RLock()
         self._importing: str | None = None
@@ -198,7 +188,7 @@ class ToolHost:
 
         found = sorted(
             importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda ep: (ep.name, _dist_name(ep) or ""),
+            key=lambda ep: (ep.name, dist_name(ep) or ""),
         )
         claims: dict[str, list[Any]] = {}
         for ep in found:
@@ -223,23 +213,23 @@ class ToolHost:
             if name in blocked or (wanted is not None and name not in wanted):
                 continue
             if len(eps) > 1:
-                dists = ", ".join(sorted(_dist_name(ep) or "?" for ep in eps))
+                dists = ", ".join(sorted(dist_name(ep) or "?" for ep in eps))
                 for ep in eps:
                     self._refuse(
                         strict,
                         f"tool name {name!r} is claimed by more than one distribution ({dists})",
                         ep.name,
-                        _dist_name(ep),
+                        dist_name(ep),
                     )
                 continue
             ep = eps[0]
             try:
-                if policy.isolates_anything() and policy.covers(ep.name, _dist_name(ep)):
+                if policy.isolates_anything() and policy.covers(ep.name, dist_name(ep)):
                     self._load_isolated(ep, policy)
                 else:
                     self._load_one(ep)
             except ToolLoadError as exc:
-                self._refuse(strict, exc.reason, ep.name, _dist_name(ep))
+                self._refuse(strict, exc.reason, ep.name, dist_name(ep))
 
     def _refuse(self, strict: bool, reason: str, entry_point: str | None, dist: str | None) -> None:
         if strict:
@@ -258,13 +248,13 @@ class ToolHost:
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:
-                    raise ToolLoadError(_import_failure(exc)) from None
+                    raise ToolLoadError(import_failure(exc)) from None
                 if self._reentered:
                     raise ToolLoadError("registered further plugins while being imported")
                 self._importing = None
                 if set(self._pm.get_plugins()) != before:
                     raise ToolLoadError("registered further plugins while being imported")
-                self._register(plugin, entry_point=ep.name, distribution=_dist_name(ep))
+                self._register(plugin, entry_point=ep.name, distribution=dist_name(ep))
             except ToolLoadError:
                 for stray in set(self._pm.get_plugins()) - before:
                     self._pm.unregister(stray)
@@ -276,7 +266,7 @@ class ToolHost:
         """Load an entry point in its distribution's worker: this process never imports it."""
         from nr_llm_core.isolation.client import WorkerHandle, load_remote
 
-        dist = _dist_name(ep)
+        dist = dist_name(ep)
         with self._lock:
             worker = self._workers.get(dist)
             if worker is None:
@@ -285,11 +275,11 @@ class ToolHost:
         with self._lock:
             if spec.name in self._table:
                 raise ToolLoadError(f"tool name {spec.name!r} is already registered")
-            tool = _Tool(
+            tool = Tool(
                 spec=spec,
                 execute=remote.execute,
                 argnames=("arguments", "context"),
-                validate=_compile_schema(spec),
+                validate=compile_schema(spec),
                 distribution=dist,
                 plugin=remote,
                 remote=remote,
@@ -314,13 +304,13 @@ class ToolHost:
     def _register(
         self, plugin: object, *, entry_point: str | None, distribution: str | None
     ) -> str:
-        impls = self._check_hookimpls(plugin)
+        impls = check_hookimpls(self._pm, plugin)
         try:
             self._pm.register(plugin, name=f"{entry_point or 'plugin'}-{id(plugin)}")
         except (pluggy.PluginValidationError, ValueError) as exc:  # ValueError: already registered
-            raise ToolLoadError(_short(str(exc), _MAX_REASON_CHARS)) from None
+            raise ToolLoadError(short(str(exc), MAX_REASON_CHARS)) from None
         try:
-            tool = self._build_tool(plugin, impls, entry_point, distribution)
+            tool = build_tool(self._pm, plugin, impls, entry_point, distribution)
             if tool.spec.name in self._table:
                 raise ToolLoadError(f"tool name {tool.spec.name!r} is already registered")
         except BaseException:
@@ -328,71 +318,6 @@ class ToolHost:
             raise
         self._publish({**self._table, tool.spec.name: tool})
         return tool.spec.name
-
-    def _check_hookimpls(self, plugin: object) -> dict[str, str]:
-        """Map hook name -> attribute name, refusing every hookimpl a tool may not declare."""
-        found: dict[str, str] = {}
-        for attr in dir(plugin):
-            opts = self._pm.parse_hookimpl_opts(plugin, attr)
-            if opts is None:
-                continue
-            hook = opts.get("specname") or attr
-            if hook not in _HOOK_NAMES:
-                raise ToolLoadError(
-                    f"unknown hook {hook!r} (a tool implements tool_spec and execute)"
-                )
-            for flag in _REFUSED_OPTS:
-                if opts.get(flag):
-                    raise ToolLoadError(
-                        f"hookimpl {attr!r} declares {flag}, which tools may not use"
-                    )
-            if hook in found:
-                raise ToolLoadError(
-                    f"more than one {hook} implementation ({found[hook]!r}, {attr!r})"
-                )
-            found[hook] = attr
-        for hook in sorted(_HOOK_NAMES - found.keys()):
-            raise ToolLoadError(f"no {hook} hookimpl")
-        return found
-
-    def _build_tool(
-        self,
-        plugin: object,
-        impls: dict[str, str],
-        entry_point: str | None,
-        distribution: str | None,
-    ) -> _Tool:
-        by_hook = {
-            hook: next(
-                i for i in getattr(self._pm.hook, hook).get_hookimpls() if i.plugin is plugin
-            )
-            for hook in impls
-        }
-        execute = by_hook["execute"]
-        if "arguments" not in execute.argnames:
-            raise ToolLoadError("execute must take an 'arguments' parameter")
-        if inspect.iscoroutinefunction(execute.function):
-            raise ToolLoadError("execute must be a plain function, not a coroutine function")
-        try:
-            spec = by_hook["tool_spec"].function()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            raise ToolLoadError(f"tool_spec() raised {type(exc).__name__}") from None
-        if type(spec) is not ToolSpec:
-            raise ToolLoadError(f"tool_spec() returned {type(spec).__name__}, not a ToolSpec")
-        if entry_point is not None and spec.name != entry_point:
-            raise ToolLoadError(
-                f"entry point name {entry_point!r} differs from tool_spec().name {spec.name!r}"
-            )
-        return _Tool(
-            spec=spec,
-            execute=execute.function,
-            argnames=tuple(execute.argnames),
-            validate=_compile_schema(spec),
-            distribution=distribution,
-            plugin=plugin,
-        )
 
     # -- what is loaded -----------------------------------------------------------------------
 
@@ -454,7 +379,7 @@ class ToolHost:
             if self._table[name].enabled and (allowed is None or name in allowed)
         ]
 
-    def _publish(self, table: dict[str, _Tool]) -> None:
+    def _publish(self, table: dict[str, Tool]) -> None:
         """Apply the enable switches and replace the table in one assignment."""
         self._table = {
             name: attrs.evolve(tool, enabled=self._switched_on(tool.spec))
@@ -491,26 +416,26 @@ class ToolHost:
         if not tool.enabled or (allowed is not None and name not in allowed):
             return ToolResult.error(f'Error: tool "{name}" not permitted')
         if type(arguments) is not dict:
-            return _invalid_arguments(name, "arguments must be a JSON object")
+            return invalid_arguments(name, "arguments must be a JSON object")
         try:
             tool.validate(arguments)
         except Exception as exc:
-            return _invalid_arguments(name, getattr(exc, "message", None) or "schema mismatch")
+            return invalid_arguments(name, getattr(exc, "message", None) or "schema mismatch")
         limit = self.timeout if timeout is None else timeout
         try:
             if limit is not None:
-                value = _call_with_timeout(tool, arguments, context, limit)
+                value = call_with_timeout(tool, arguments, context, limit)
             elif tool.takes_context:
-                value = _call(tool, arguments, context)
+                value = call_tool(tool, arguments, context)
             else:
                 value = tool.execute(arguments)
-        except _TimedOut:
+        except TimedOut:
             logger.error("tool %r did not return in time (limit %s s)", name, limit)
             return ToolResult.error(f'Error: tool "{name}" timed out.')
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            _log_failure(name, exc)
+            log_failure(name, exc)
             return ToolResult.error(f'Error: tool "{name}" failed.')
         result = bound_result(value)
         if result is None:
@@ -522,92 +447,3 @@ class ToolHost:
 def _close_workers(workers: dict[str | None, WorkerHandle]) -> None:
     for worker in list(workers.values()):
         worker.close()
-
-
-def _dist_name(ep: Any) -> str | None:
-    dist = getattr(ep, "dist", None)
-    return None if dist is None else str(dist.name)
-
-
-def _plain_message(exc: BaseException) -> bool:
-    return len(exc.args) == 1 and type(exc.args[0]) is str
-
-
-def _import_failure(exc: BaseException) -> str:
-    """A load error's reason: the exception type, and the message only where the import system
-    wrote it (a missing module or attribute); a plugin's own exception text is not repeated."""
-    reason = f"could not be imported: {type(exc).__name__}"
-    if type(exc) in (ImportError, ModuleNotFoundError, AttributeError) and _plain_message(exc):
-        reason += f": {_short(exc.args[0], _MAX_REASON_CHARS)}"
-    return reason
-
-
-def _compile_schema(spec: ToolSpec) -> Callable[[Any], Any]:
-    import fastjsonschema
-
-    try:
-        # use_default=False: validation must not write schema defaults into the caller's dict
-        # (the arguments the model sent are what the trace and the audit store record).
-        return fastjsonschema.compile(dict(spec.parameters), use_default=False)
-    except Exception as exc:
-        raise ToolLoadError(
-            f"parameters of {spec.name!r} are not a valid JSON Schema: "
-            + _short(str(exc), _MAX_REASON_CHARS)
-        ) from None
-
-
-def _invalid_arguments(name: str, reason: object) -> ToolResult:
-    text = read_str(reason) or "schema mismatch"
-    return ToolResult.error(
-        f'Error: invalid arguments for tool "{name}": {_short(text, _MAX_REASON_CHARS)}'
-    )
-
-
-def _call(tool: _Tool, arguments: dict[str, Any], context: ToolContext | None) -> object:
-    if not tool.takes_context:
-        return tool.execute(arguments)
-    if tool.argnames[0] == "arguments":
-        return tool.execute(arguments, context)
-    return tool.execute(context, arguments)
-
-
-class _TimedOut(Exception):
-    pass
-
-
-def _call_with_timeout(
-    tool: _Tool, arguments: dict[str, Any], context: ToolContext | None, limit: float
-) -> object:
-    """Run the call in a daemon thread and stop waiting after ``limit`` seconds.
-
-    A Python thread cannot be killed: a tool that never returns keeps its thread (and whatever
-    it holds) until the process ends; its eventual result is discarded. Process isolation is
-    the remedy for tools that must be stopped.
-    """
-    if tool.remote is not None:  # a worker process can be killed: no thread needed
-        return tool.remote.call(arguments, context, limit)
-    outcome: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, _call(tool, arguments, context)))
-        except BaseException as exc:
-            outcome.append((False, exc))
-
-    worker = threading.Thread(target=run, name=f"nr-llm-tool-{tool.spec.name}", daemon=True)
-    worker.start()
-    worker.join(limit)
-    if not outcome:
-        raise _TimedOut
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
-
-
-def _log_failure(name: str, exc: BaseException) -> None:
-    """Log the exception type and the stack. The exception's message is tool bytes (it may
-    hold a secret or be megabytes long): it is logged only at DEBUG, bounded."""
-    log_exception(logger, "tool %r raised", name, exc=exc)
-    if logger.isEnabledFor(logging.DEBUG) and _plain_message(exc):
-        logger.debug("tool %r exception message: %s", name, _short(exc.args[0], 500))

@@ -23,10 +23,10 @@ from typing import Any, final
 
 import attrs
 
+from nr_llm_core._dispatch import TimedOut
 from nr_llm_core.bounding import coerce_utf8, read_str
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.hooks import ToolContext
-from nr_llm_core.host import _TimedOut
 from nr_llm_core.isolation.frames import (
     PIPE_CLOSED,
     FrameError,
@@ -55,7 +55,7 @@ class IsolatedToolError(Exception):
     """The worker died, or sent something that is not a valid reply (host words only)."""
 
 
-class WorkerTimeout(_TimedOut):
+class WorkerTimeout(TimedOut):
     """The worker did not answer in time and was killed (the seam says "timed out.")."""
 
 

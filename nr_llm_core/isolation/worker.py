@@ -82,9 +82,9 @@ class _Worker:
         return {"ok": False, "reason": reason}
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        from nr_llm_core._dispatch import call_tool
         from nr_llm_core.bounding import bound_result
         from nr_llm_core.hooks import ToolContext
-        from nr_llm_core.host import _call
 
         name = request["name"]
         if not self.load(name, request.get("dist"))["ok"]:
@@ -94,7 +94,7 @@ class _Worker:
         context = None if raw_context is None else ToolContext(**raw_context)
         _limit_cpu(self.cpu_seconds)
         try:
-            value = _call(tool, request["arguments"], context)
+            value = call_tool(tool, request["arguments"], context)
         except BaseException:  # the tool's fault, whatever it is; the host words the error
             return {"status": "failed"}
         result = bound_result(value)
@@ -111,10 +111,11 @@ class _Worker:
 def _find_entry_point(name: str, dist: str | None) -> Any:
     import importlib_metadata
 
-    from nr_llm_core.host import ENTRY_POINT_GROUP, _dist_name
+    from nr_llm_core._registry import dist_name
+    from nr_llm_core.host import ENTRY_POINT_GROUP
 
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
-        if _dist_name(ep) == dist:
+        if dist_name(ep) == dist:
             return ep
     return None
 

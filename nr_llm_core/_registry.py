@@ -1,0 +1,154 @@
+"""How a tool plugin becomes a loaded tool: hookimpl checks, the spec, the compiled schema.
+
+Plain functions over a pluggy ``PluginManager``; :class:`~nr_llm_core.host.ToolHost` calls them
+when it registers a plugin, and the isolation worker calls them in its own process.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import pluggy
+
+from nr_llm_core.bounding import coerce_utf8
+from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.results import ToolSpec
+
+if TYPE_CHECKING:
+    from nr_llm_core.isolation.client import RemoteTool
+
+__all__ = [
+    "HOOK_NAMES",
+    "MAX_REASON_CHARS",
+    "Tool",
+    "build_tool",
+    "check_hookimpls",
+    "compile_schema",
+    "dist_name",
+    "import_failure",
+    "plain_message",
+    "short",
+]
+
+HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
+_REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
+MAX_REASON_CHARS: Final = 300
+
+
+@attrs.frozen
+class Tool:
+    """One loaded tool: its spec, the one ``execute`` to call, its compiled validator."""
+
+    spec: ToolSpec
+    execute: Callable[..., object]
+    argnames: tuple[str, ...]
+    validate: Callable[[Any], Any]
+    distribution: str | None
+    plugin: object = attrs.field(repr=False)
+    enabled: bool = False
+    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
+    # the limit to the worker, which is killed when it passes.
+    remote: RemoteTool | None = None
+
+    @property
+    def takes_context(self) -> bool:
+        return len(self.argnames) > 1
+
+
+def short(text: str, limit: int) -> str:
+    text = coerce_utf8(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_hookimpls(pm: pluggy.PluginManager, plugin: object) -> dict[str, str]:
+    """Map hook name -> attribute name, refusing every hookimpl a tool may not declare."""
+    found: dict[str, str] = {}
+    for attr in dir(plugin):
+        opts = pm.parse_hookimpl_opts(plugin, attr)
+        if opts is None:
+            continue
+        hook = opts.get("specname") or attr
+        if hook not in HOOK_NAMES:
+            raise ToolLoadError(f"unknown hook {hook!r} (a tool implements tool_spec and execute)")
+        for flag in _REFUSED_OPTS:
+            if opts.get(flag):
+                raise ToolLoadError(f"hookimpl {attr!r} declares {flag}, which tools may not use")
+        if hook in found:
+            raise ToolLoadError(f"more than one {hook} implementation ({found[hook]!r}, {attr!r})")
+        found[hook] = attr
+    for hook in sorted(HOOK_NAMES - found.keys()):
+        raise ToolLoadError(f"no {hook} hookimpl")
+    return found
+
+
+def build_tool(
+    pm: pluggy.PluginManager,
+    plugin: object,
+    impls: dict[str, str],
+    entry_point: str | None,
+    distribution: str | None,
+) -> Tool:
+    by_hook = {
+        hook: next(i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin is plugin)
+        for hook in impls
+    }
+    execute = by_hook["execute"]
+    if "arguments" not in execute.argnames:
+        raise ToolLoadError("execute must take an 'arguments' parameter")
+    if inspect.iscoroutinefunction(execute.function):
+        raise ToolLoadError("execute must be a plain function, not a coroutine function")
+    try:
+        spec = by_hook["tool_spec"].function()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise ToolLoadError(f"tool_spec() raised {type(exc).__name__}") from None
+    if type(spec) is not ToolSpec:
+        raise ToolLoadError(f"tool_spec() returned {type(spec).__name__}, not a ToolSpec")
+    if entry_point is not None and spec.name != entry_point:
+        raise ToolLoadError(
+            f"entry point name {entry_point!r} differs from tool_spec().name {spec.name!r}"
+        )
+    return Tool(
+        spec=spec,
+        execute=execute.function,
+        argnames=tuple(execute.argnames),
+        validate=compile_schema(spec),
+        distribution=distribution,
+        plugin=plugin,
+    )
+
+
+def dist_name(ep: Any) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return None if dist is None else str(dist.name)
+
+
+def plain_message(exc: BaseException) -> bool:
+    return len(exc.args) == 1 and type(exc.args[0]) is str
+
+
+def import_failure(exc: BaseException) -> str:
+    """A load error's reason: the exception type, and the message only where the import system
+    wrote it (a missing module or attribute); a plugin's own exception text is not repeated."""
+    reason = f"could not be imported: {type(exc).__name__}"
+    if type(exc) in (ImportError, ModuleNotFoundError, AttributeError) and plain_message(exc):
+        reason += f": {short(exc.args[0], MAX_REASON_CHARS)}"
+    return reason
+
+
+def compile_schema(spec: ToolSpec) -> Callable[[Any], Any]:
+    import fastjsonschema
+
+    try:
+        # use_default=False: validation must not write schema defaults into the caller's dict
+        # (the arguments the model sent are what the trace and the audit store record).
+        return fastjsonschema.compile(dict(spec.parameters), use_default=False)
+    except Exception as exc:
+        raise ToolLoadError(
+            f"parameters of {spec.name!r} are not a valid JSON Schema: "
+            + short(str(exc), MAX_REASON_CHARS)
+        ) from None
