@@ -557,3 +557,49 @@ def test_every_shape_at_exactly_the_limit_is_kept(shape: Any) -> None:
     assert exact not in (UNENCODABLE, TOO_LARGE)
     assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
     assert bounded(padded_to(MAX_ARTIFACT_BYTES + 1, data)) == TOO_LARGE
+
+
+# -- every item is charged as the walk goes ------------------------------------------------------
+# Shared references make a small object graph stand for a huge document. Each kind of item must
+# be charged when it is visited, so the walk stops within the budget instead of copying (and
+# then encoding) the whole expansion.
+
+SHARED = {
+    "nulls": lambda: [None] * 20_000,
+    "bools": lambda: [True] * 20_000,
+    "empty strings": lambda: [""] * 20_000,
+    "mixed scalars": lambda: ["", None, 0, 0.5, True] * 4_000,
+    "keys": lambda: {f"k{i}": 0 for i in range(5_000)},
+    "string rows": lambda: [["", ""]] * 10_000,
+    "empty lists": lambda: [[]] * 20_000,
+}
+
+
+@pytest.mark.parametrize("make", SHARED.values(), ids=SHARED.keys())
+def test_shared_references_are_refused_within_the_budget(make: Any) -> None:
+    inner = make()
+    graph = {"x": [{"y": inner}] * 1_000}  # dicts between: no row fast path
+    tracemalloc.start()
+    try:
+        assert walk(graph) == TOO_LARGE
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # a budget's worth of copies, never the expansion
+
+
+@pytest.mark.parametrize("where", ["key", "label", "value"])
+def test_a_one_gib_string_anywhere_is_refused_without_a_copy(where: str) -> None:
+    huge = "é" * (1 << 29)
+    artifact = {
+        "key": lambda: forged_artifact({huge: 0}),
+        "label": lambda: forged_artifact({}, label=huge),
+        "value": lambda: forged_artifact({"k": [huge]}),
+    }[where]()
+    tracemalloc.start()
+    try:
+        assert bounded(artifact) == TOO_LARGE
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000
