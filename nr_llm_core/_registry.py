@@ -52,9 +52,11 @@ class Tool:
     # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
     # the limit to the worker, which is killed when it passes.
     remote: RemoteTool | None = None
+    # Read on every call (the hot path): computed once here rather than in a property.
+    takes_context: bool = attrs.field(init=False)
 
-    @property
-    def takes_context(self) -> bool:
+    @takes_context.default
+    def _takes_context(self) -> bool:
         return len(self.argnames) > 1
 
 

@@ -161,11 +161,12 @@ def bound_result(value: object) -> ToolResult | None:
     if type(value) is not ToolResult:
         return None
     try:
-        raw_content = value.content
-        is_error = value.is_error
-        artifacts = value.artifacts
-    except AttributeError:  # a slot left empty by object.__new__
+        fields = value._fields
+    except AttributeError:  # the slot left empty by object.__new__
         return None
+    if type(fields) is not tuple or len(fields) != 3:
+        return None
+    raw_content, is_error, artifacts = fields
     content = raw_content if type(raw_content) is str else read_str(raw_content)
     if content is None:
         return None

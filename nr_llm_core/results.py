@@ -135,11 +135,26 @@ class ToolResult:
     and ``format`` show the content's size and the artifacts' count and types, never their data.
     """
 
-    __slots__ = ("artifacts", "content", "is_error")
+    # One slot holding (content, is_error, artifacts): the seam builds a new result on every
+    # call, and setting one slot is the cheapest way past the frozen __setattr__.
+    __slots__ = ("_fields",)
 
-    content: str
-    is_error: bool
-    artifacts: tuple[Artifact, ...]
+    _fields: tuple[str, bool, tuple[Artifact, ...]]
+
+    @property
+    def content(self) -> str:
+        """The one model-facing string."""
+        return self._fields[0]
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call failed."""
+        return self._fields[1]
+
+    @property
+    def artifacts(self) -> tuple[Artifact, ...]:
+        """Run-scoped data for people and the audit store; never sent to a model."""
+        return self._fields[2]
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("build a ToolResult with ToolResult.text(...) or ToolResult.error(...)")
@@ -147,12 +162,10 @@ class ToolResult:
     __setattr__ = _frozen
     __delattr__ = _frozen
 
-    @classmethod
-    def _build(cls, content: str, is_error: bool, artifacts: tuple[Artifact, ...]) -> ToolResult:
-        self = object.__new__(cls)
-        object.__setattr__(self, "content", content)
-        object.__setattr__(self, "is_error", is_error)
-        object.__setattr__(self, "artifacts", artifacts)
+    @staticmethod
+    def _build(content: str, is_error: bool, artifacts: tuple[Artifact, ...]) -> ToolResult:
+        self = _new_result(ToolResult)
+        _set_fields(self, (content, is_error, artifacts))
         return self
 
     @classmethod
@@ -172,11 +185,7 @@ class ToolResult:
     def __eq__(self, other: object) -> bool:
         if type(other) is not ToolResult:
             return NotImplemented
-        return (self.content, self.is_error, self.artifacts) == (
-            other.content,
-            other.is_error,
-            other.artifacts,
-        )
+        return self._fields == other._fields
 
     __hash__ = None  # type: ignore[assignment]  # artifacts hold dicts
 
@@ -194,9 +203,7 @@ class ToolResult:
 
 
 _new_result: Final = object.__new__
-_set_content: Final = ToolResult.__dict__["content"].__set__
-_set_is_error: Final = ToolResult.__dict__["is_error"].__set__
-_set_artifacts: Final = ToolResult.__dict__["artifacts"].__set__
+_set_fields: Final = ToolResult.__dict__["_fields"].__set__
 
 
 def _empty_object_schema() -> dict[str, Any]:

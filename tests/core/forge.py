@@ -6,8 +6,6 @@ from typing import Any
 
 from nr_llm_core import Artifact, ArtifactType, ToolResult
 
-_MISSING = object()
-
 
 def forged_artifact(data: Any, *, label: Any = "label", type: Any = ArtifactType.TEXT) -> Artifact:
     artifact = object.__new__(Artifact)
@@ -20,8 +18,12 @@ def forged_artifact(data: Any, *, label: Any = "label", type: Any = ArtifactType
 def forged_result(
     content: Any = "ok", *, is_error: Any = False, artifacts: Any = (), omit: str | None = None
 ) -> ToolResult:
+    """A result whose fields are whatever the test says; ``omit`` leaves one out (a short
+    tuple), ``omit="all"`` leaves the slot itself empty."""
     result = object.__new__(ToolResult)
-    for name, value in (("content", content), ("is_error", is_error), ("artifacts", artifacts)):
-        if name != omit:
-            object.__setattr__(result, name, value)
+    if omit == "all":
+        return result
+    fields = {"content": content, "is_error": is_error, "artifacts": artifacts}
+    fields.pop(omit or "", None)
+    object.__setattr__(result, "_fields", tuple(fields.values()))
     return result

@@ -125,7 +125,8 @@ def test_error_result_content_is_bounded_too() -> None:
 
 
 @pytest.mark.parametrize(
-    ("is_error", "omit"), [(1, None), ("yes", None), (False, "content"), (False, "artifacts")]
+    ("is_error", "omit"),
+    [(1, None), ("yes", None), (False, "content"), (False, "artifacts"), (False, "all")],
 )
 def test_forged_fields_make_an_invalid_result(is_error: object, omit: str | None) -> None:
     assert bound_result(forged_result("x", is_error=is_error, omit=omit)) is None
