@@ -13,7 +13,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
@@ -28,7 +28,7 @@ from nr_llm_core.providers._parse import error_code
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "JsonPoster"]
+__all__ = ["MAX_RESPONSE_BYTES", "HttpProviderBase", "JsonPoster"]
 
 logger = logging.getLogger("nr_llm.providers")
 
@@ -223,3 +223,25 @@ def _retry_after(value: str | None) -> float | None:
     if seconds != seconds:  # NaN
         return None
     return max(seconds, 0.0)
+
+
+class HttpProviderBase:
+    """What the HTTP providers share: a key that never shows, a pool to close, ``with``."""
+
+    model: str
+    _api_key: str | None
+    _poster: JsonPoster
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>)"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._poster.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -8,7 +8,7 @@ from typing import Any, Final, final
 
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import JsonPoster
+from nr_llm_core.providers._http import HttpProviderBase, JsonPoster
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
@@ -75,7 +75,7 @@ def _int(value: object) -> int:
 
 
 @final
-class AnthropicProvider:
+class AnthropicProvider(HttpProviderBase):
     """A provider on the Anthropic Messages API over httpx.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
@@ -106,20 +106,6 @@ class AnthropicProvider:
             max_retries=max_retries,
             max_retry_after=max_retry_after,
         )
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
-        return f"AnthropicProvider(model={self.model!r}, api_key=<{key}>)"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._poster.close()
-
-    def __enter__(self) -> AnthropicProvider:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def request_body(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]

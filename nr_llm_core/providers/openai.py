@@ -9,7 +9,7 @@ from typing import Any, Final, final
 from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import JsonPoster
+from nr_llm_core.providers._http import HttpProviderBase, JsonPoster
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
@@ -61,7 +61,7 @@ def _int(value: object) -> int:
 
 
 @final
-class OpenAIChatProvider:
+class OpenAIChatProvider(HttpProviderBase):
     """A provider on the OpenAI-compatible ``/chat/completions`` wire over httpx.
 
     ``base_url`` is the API root (``https://api.openai.com/v1``, ``http://localhost:11434/v1``);
@@ -101,20 +101,6 @@ class OpenAIChatProvider:
             max_retries=max_retries,
             max_retry_after=max_retry_after,
         )
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
-        return f"OpenAIChatProvider(model={self.model!r}, api_key=<{key}>)"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._poster.close()
-
-    def __enter__(self) -> OpenAIChatProvider:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def request_body(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
