@@ -603,3 +603,87 @@ def test_a_one_gib_string_anywhere_is_refused_without_a_copy(where: str) -> None
     finally:
         tracemalloc.stop()
     assert peak < 100_000
+
+
+# -- subclasses of JSON types are charged and counted like their bases ---------------------------
+
+
+class SubStr(str):
+    pass
+
+
+class SubInt(int):
+    pass
+
+
+class SubList(list):  # type: ignore[type-arg]
+    pass
+
+
+class SubTuple(tuple):  # type: ignore[type-arg]
+    pass
+
+
+class SubDict(dict):  # type: ignore[type-arg]
+    pass
+
+
+SUB_SHAPES = {
+    "str subclass": lambda n: {"x": [SubStr("")] * n},
+    "str subclass mixed": lambda n: {"x": [SubStr(""), None] * (n // 2)},
+    "list subclass": lambda n: {"x": [SubList()] * n},
+    "tuple subclass": lambda n: {"x": [SubTuple()] * n},
+    "dict subclass": lambda n: {"x": [SubDict()] * n},
+    "subclass keys": lambda n: {"x": SubDict({SubStr(str(i)): SubInt(0) for i in range(n // 2)})},
+}
+
+
+@pytest.mark.parametrize("shape", SUB_SHAPES.values(), ids=SUB_SHAPES.keys())
+def test_subclass_shapes_at_exactly_the_limit_are_kept(shape: Any) -> None:
+    data = shape(8_000)
+    exact = bounded(padded_to(MAX_ARTIFACT_BYTES, data))
+    assert exact not in (UNENCODABLE, TOO_LARGE)
+    assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
+    assert bounded(padded_to(MAX_ARTIFACT_BYTES + 1, data)) == TOO_LARGE
+
+
+@pytest.mark.parametrize("container", [SubList, SubTuple, SubDict])
+def test_depth_counts_subclass_containers_like_their_bases(container: type) -> None:
+    def nest(levels: int) -> Any:
+        value: Any = container()
+        for _ in range(levels - 1):
+            value = container({"k": value}) if container is SubDict else container([value])
+        return {"k": value}
+
+    assert bounded(forged_artifact(nest(DATA_LEVELS - 1))) not in (UNENCODABLE, TOO_LARGE)
+    assert bounded(forged_artifact(nest(DATA_LEVELS))) == UNENCODABLE
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [(INT_MAX, True), (INT_MIN, True), (INT_MAX + 1, False), (INT_MIN - 1, False)],
+    ids=["max", "min", "max+1", "min-1"],
+)
+def test_int_subclass_range(value: int, kept: bool) -> None:
+    out = walk(SubInt(value))
+    assert (out == value and type(out) is int) if kept else out == UNENCODABLE
+
+
+SUB_SHARED = {
+    "list subclass of nulls": lambda: SubList([None] * 20_000),
+    "tuple subclass of bools": lambda: SubTuple([True] * 20_000),
+    "dict subclass": lambda: SubDict({f"k{i}": 0 for i in range(5_000)}),
+    "str subclasses": lambda: [SubStr("ab")] * 20_000,
+}
+
+
+@pytest.mark.parametrize("make", SUB_SHARED.values(), ids=SUB_SHARED.keys())
+def test_shared_subclass_references_are_refused_within_the_budget(make: Any) -> None:
+    graph = {"x": [{"y": make()}] * 1_000}
+    tracemalloc.start()
+    try:
+        assert walk(graph) == TOO_LARGE
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000
