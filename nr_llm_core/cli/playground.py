@@ -1,4 +1,4 @@
-"""``nr-llm playground``: the local web inspector (needs the ``playground`` extra)."""
+"""``nr-llm playground``: the local web inspector (Starlette on uvicorn, imported only here)."""
 
 from __future__ import annotations
 

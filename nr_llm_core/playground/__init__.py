@@ -1,6 +1,6 @@
 """The playground: a local web inspector for tools, agent runs and the audit store.
 
-It needs the ``playground`` extra (Starlette and uvicorn), imported only here: ``import
+Starlette and uvicorn (dependencies of nr-llm) are imported only here: ``import
 nr_llm_core`` and ``nr-llm --help`` never load them. Start it with ``nr-llm playground``, or
 embed it with :class:`PlaygroundServer`. See ``docs/playground.md`` for the security model.
 """
