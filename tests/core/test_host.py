@@ -439,3 +439,74 @@ def test_validation_never_changes_the_callers_arguments() -> None:
     host_with(tool).invoke("echo", arguments)
     assert arguments == {}
     assert tool.calls == [{}]
+
+
+class Recorder:
+    """Records what it was called with; ``order`` is the parameter order of its execute."""
+
+    def __init__(self, order: str) -> None:
+        self.seen: list[tuple[Any, Any]] = []
+        self.order = order
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec(f"rec_{self.order}", "Records its call.")
+
+
+class RecordsArguments(Recorder):
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        self.seen.append((arguments, None))
+        return ToolResult.text("ok")
+
+
+class RecordsArgumentsThenContext(Recorder):
+    @hookimpl
+    def execute(self, arguments: dict[str, Any], context: ToolContext | None) -> ToolResult:
+        self.seen.append((arguments, context))
+        return ToolResult.text("ok")
+
+
+class RecordsContextThenArguments(Recorder):
+    @hookimpl
+    def execute(self, context: ToolContext | None, arguments: dict[str, Any]) -> ToolResult:
+        self.seen.append((arguments, context))
+        return ToolResult.text("ok")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "gets_context"),
+    [
+        (RecordsArguments("a"), False),
+        (RecordsArgumentsThenContext("ac"), True),
+        (RecordsContextThenArguments("ca"), True),
+    ],
+    ids=["arguments", "arguments-context", "context-arguments"],
+)
+@pytest.mark.parametrize("timeout", [None, 30.0], ids=["direct", "with-timeout"])
+def test_arguments_and_context_reach_the_tool_on_every_path(
+    plugin: Recorder, gets_context: bool, timeout: float | None
+) -> None:
+    plugin.seen.clear()
+    host = host_with(plugin)
+    context = ToolContext(run_id="r", call_id="c", round=1)
+    name = host.names()[0]
+    assert host.invoke(name, {"q": 1}, context=context, timeout=timeout).content == "ok"
+    assert plugin.seen == [({"q": 1}, context if gets_context else None)]
+
+
+def test_a_failure_log_names_the_tool_and_keeps_the_message_for_debug_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    host = host_with(Raises(RuntimeError("detail " + "x" * 2_000)))
+    with caplog.at_level(logging.INFO, logger="nr_llm"):
+        host.invoke("boom", {})
+    assert "'boom'" in caplog.text and "detail" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="nr_llm"):
+        host.invoke("boom", {})
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert len(debug) == 1
+    message = debug[0].getMessage()
+    assert "'boom'" in message and "detail x" in message
+    assert message.endswith("…") and len(message) < 600
