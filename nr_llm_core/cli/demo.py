@@ -20,6 +20,7 @@ import click
 
 from nr_llm_core.cli._output import render_table, status, visible
 from nr_llm_core.cli.runs import db_option
+from nr_llm_core.encoding import decode_json
 
 __all__ = ["demo"]
 
@@ -104,8 +105,8 @@ def demo(privacy: str | None, db: Path | None) -> None:
         loop = ToolLoop(ScriptedProvider.demo(), host, privacy=level, persister=store)
         with status("Running the scripted demo through the tool loop"):
             result = loop.run(PROMPT)
-        stored = [step["payload"] for step in store.steps(result.run_id)]
-    tool_records = [json.loads(p) for p in stored if json.loads(p).get("kind") == "tool"]
+        stored = [decode_json(step["payload"]) for step in store.steps(result.run_id)]
+    tool_records = [record for record in stored if record.get("kind") == "tool"]
 
     click.echo(f"\nprompt: {PROMPT}")
     for number, (invocation, record) in enumerate(

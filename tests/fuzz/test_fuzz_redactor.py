@@ -19,10 +19,6 @@ from hypothesis import strategies as st
 from .targets import check_redactor
 from .test_fuzz_walk import FUZZ_SETTINGS
 
-pytest.importorskip(
-    "nr_llm_core.redaction", reason="nr_llm_core.redaction is not merged into this branch yet"
-)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
