@@ -119,7 +119,7 @@ def bench_bounding() -> bool:
             f"one orjson.dumps() (orjson {orjson.__version__}, reported only)",
             best(lambda: orjson.dumps(listed), n),
         )
-    row("bound_result(): walk + encode + size check", bounded)
+    row("bound_result(): walk + exact size + size check", bounded)
     assert bound_result(result).artifacts[0].label == "bench"  # type: ignore[union-attr]
     return verdict("bounding / json.dumps", bounded / dumps, 2.0)
 

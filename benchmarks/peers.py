@@ -10,7 +10,8 @@ and ``table`` (returns a short content string plus a ~50 KB table of 8 string co
 artifact). Each framework is driven the way its agent loop drives a tool call:
 
 - nr-llm: ``ToolHost.invoke(name, arguments)``: schema validation, the call, and bounding of
-  both channels (the walk and the one encoding of the artifacts);
+  both channels (the walk, which copies the artifacts and counts their encoded size exactly;
+  bounding encodes nothing, a sink encodes once when it writes);
 - LangChain: ``StructuredTool.invoke(tool_call)`` with ``response_format="content_and_artifact"``
   (argument validation through the pydantic model, a ``ToolMessage`` carrying the artifact);
 - pydantic-ai: the tool's function schema, as its agent graph runs it: ``validator``
@@ -23,6 +24,8 @@ Timings are interleaved (each round runs every candidate, the best round counts)
 load on a noisy machine falls on every candidate alike. Then bounding is set against the
 serialisation the peers do of the same result, unbounded: ``json.dumps``, LangChain's
 ``dumps(ToolMessage)`` and ``model_dump_json()``, pydantic-ai's ``ModelMessagesTypeAdapter``.
+``model_dump_json()`` is pydantic-core's Rust serialiser; a pure-Python walk that checks every
+cell's type and length does not reach it (see docs/adr/0007-bounding-measures-without-encoding.md).
 """
 
 from __future__ import annotations
@@ -180,7 +183,7 @@ def serialisation_candidates() -> dict[str, Callable[[], object]]:
     result = ToolResult.text(TABLE_CONTENT, TABLE_ARTIFACT)
     listed = [TABLE_ARTIFACT.to_dict()]
     out: dict[str, Callable[[], object]] = {
-        "nr-llm bound_result() (walk + encode + cap)": lambda: bound_result(result),
+        "nr-llm bound_result() (walk + exact size + cap)": lambda: bound_result(result),
         "json.dumps(artifact list)": lambda: json.dumps(listed),
     }
     try:
@@ -277,8 +280,8 @@ def main() -> int:
 
     print("\nserialising the 50 KB table result")
     serial = interleaved(serialisation_candidates(), rounds)
-    ours = serial.pop("nr-llm bound_result() (walk + encode + cap)")
-    print(f"  {'nr-llm bound_result() (walk + encode + cap)':<52} {micros(ours)}")
+    ours = serial.pop("nr-llm bound_result() (walk + exact size + cap)")
+    print(f"  {'nr-llm bound_result() (walk + exact size + cap)':<52} {micros(ours)}")
     for label, seconds in serial.items():
         ok = ours <= seconds
         met.append(ok)

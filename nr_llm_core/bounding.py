@@ -7,8 +7,9 @@ call, on values read through the base types' own slots, so that no override a pl
 - Strings become valid UTF-8 (lone surrogates -> U+FFFD; split surrogate pairs rejoined).
 - ``content`` is capped at :data:`MAX_CONTENT_BYTES` on a character boundary plus a marker.
 - ``artifacts`` go through an iterative canonicalising walk to plain JSON values, charged against
-  a byte budget as the walk goes, then encoded once with the shared encoder; any failure replaces
-  the whole list with one ``Artifacts omitted`` TEXT artifact.
+  a byte budget as the walk goes, which also counts the exact size of the copy's encoding with
+  the shared encoder (nothing is encoded here: a sink encodes once, when it writes); any failure
+  replaces the whole list with one ``Artifacts omitted`` TEXT artifact.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterator
-from itertools import chain
+from functools import reduce
+from operator import iadd
 from typing import Any, Final, cast
 
-from nr_llm_core.encoding import EncodeError, encode_json
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult
 
 __all__ = [
@@ -54,10 +55,9 @@ REASON_TOO_LARGE: Final = "exceeded 50000 bytes"
 INT_MIN: Final = -(2**63)
 INT_MAX: Final = 2**63 - 1
 
-# Lower bounds of the encoded size, charged before anything is copied. They only ever
-# under-estimate the compact encoding, so nothing that fits is refused early; the exact
-# check is made on the encoder's real bytes at the end.
-_ARTIFACT_OBJECT_MIN: Final = len('{"type":"","label":"","data":}') + len("text")
+# `{"type":"…","label":"…","data":…}` without its three values, and the smallest artifact.
+_ARTIFACT_OBJECT: Final = len('{"type":"","label":"","data":}')
+_ARTIFACT_MIN: Final = _ARTIFACT_OBJECT + len("text") + len("{}")
 
 
 class _Refused(Exception):
@@ -137,17 +137,13 @@ def bound_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
     if not artifacts:
         return ()
     try:
-        canonical = _canonical_artifacts(artifacts)
+        canonical, size = _canonical_artifacts(artifacts)
     except _Refused as refused:
         return omitted(refused.reason)
     except Exception:
         # Anything unforeseen (a dict resized by another thread mid-walk …) fails closed.
         return omitted(REASON_UNENCODABLE)
-    try:
-        encoded = encode_json([a.to_dict() for a in canonical])
-    except EncodeError:
-        return omitted(REASON_UNENCODABLE)
-    if len(encoded) > MAX_ARTIFACT_BYTES:
+    if size > MAX_ARTIFACT_BYTES:
         return omitted(REASON_TOO_LARGE)
     return canonical
 
@@ -174,7 +170,7 @@ def bound_result(value: object) -> ToolResult | None:
         return None
     bounded: tuple[Artifact, ...] = ()
     if artifacts and not is_error:
-        if len(artifacts) * (_ARTIFACT_OBJECT_MIN + 1) > MAX_ARTIFACT_BYTES + 1:
+        if len(artifacts) * (_ARTIFACT_MIN + 1) + 1 > MAX_ARTIFACT_BYTES:  # commas, brackets
             bounded = omitted(REASON_TOO_LARGE)
         elif any(type(a) is not Artifact for a in artifacts):
             return None
@@ -186,10 +182,21 @@ def bound_result(value: object) -> ToolResult | None:
 
 
 # -- the walk ---------------------------------------------------------------------------------
+#
+# The walk charges the byte budget with the exact size of its copy's encoding (compact, UTF-8,
+# as `encode_json` writes it) as it goes, before anything is copied, so that nothing needs
+# encoding to be measured. A container charges its brackets and one byte and a comma per item
+# up front (every JSON value is at least one byte); an item then charges what it adds: a number
+# the rest of its repr (the encoder's own), `true`/`false`/`null` the rest of their letters, a
+# string its quote and one byte per code point. What only the whole text can tell (bytes beyond
+# one per code point, escapes) is added once at the end, from the text the walk kept of every
+# string and key. A property test holds the total to ``len(encode_json(...))`` for any value.
 
 
-def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
+def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[tuple[Artifact, ...], int]:
+    """The canonical copies, and the exact size of their encoding (as a list of dicts)."""
     budget = MAX_ARTIFACT_BYTES - 1 - len(artifacts)  # brackets and commas
+    texts: list[str] = []
     out = []
     for artifact in artifacts:
         kind = artifact.type
@@ -198,24 +205,52 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...
         label = read_str(artifact.label)
         if label is None:
             raise _UNENCODABLE
-        budget -= _ARTIFACT_OBJECT_MIN + len(label)
+        # the data's first byte is charged here, as a container's items are
+        budget -= _ARTIFACT_OBJECT + len(kind.value) + len(label) + 1
         if budget < 0:
             raise _TOO_LARGE
         label = coerce_utf8(label)
         if not issubclass(type(artifact.data), dict):  # an artifact's data is a JSON object
             raise _UNENCODABLE
-        data, budget = _walk(artifact.data, 3, budget)
+        texts.append(label)
+        data, budget = _walk(artifact.data, 3, budget, texts)
         out.append(Artifact(kind, label, data))
-    return tuple(out)
+    budget -= _text_excess(texts)
+    if budget < 0:
+        raise _TOO_LARGE
+    return tuple(out), MAX_ARTIFACT_BYTES - budget
 
 
-def _walk(root: object, depth: int, budget: int) -> tuple[Any, int]:
+def _text_excess(texts: list[str]) -> int:
+    """What the encoding of ``texts`` (valid UTF-8 strings) takes beyond one byte per code
+    point: the further bytes of multi-byte characters and the escapes the encoder writes,
+    ``\\"`` and ``\\\\``, two bytes for five control characters and ``\\u00XX`` for the others."""
+    text = "".join(texts)
+    raw = text.encode("utf-8")
+    excess = len(raw) - len(text)
+    for quoted in _QUOTED:
+        if quoted in raw:  # a memchr: far cheaper than counting text that has none
+            excess += raw.count(quoted)
+    controls = len(raw) - len(raw.translate(None, _CONTROLS))
+    if controls:
+        short = sum(map(raw.count, _SHORT_ESCAPES))
+        excess += short + 5 * (controls - short)
+    return excess
+
+
+_QUOTED: Final = (b'"', b"\\")
+_CONTROLS: Final = bytes(range(0x20))
+_SHORT_ESCAPES: Final = (b"\b", b"\t", b"\n", b"\f", b"\r")
+
+
+def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any, int]:
     """Copy ``root`` (at nesting level ``depth``) into plain JSON values, iteratively.
 
-    Returns the copy and what is left of the byte budget. Raises ``_Refused``. Each container
-    charges one byte and a comma per item up front; an item then charges only what it adds.
+    Returns the copy and what is left of the byte budget; the text of its strings and keys goes
+    to ``texts``. Raises ``_Refused``.
     """
     holder: list[Any] = []
+    keep = texts.append
     # A frame is (items still to copy, the container they go into, its level, is it a dict).
     stack: list[_Frame] = [(iter((root,)), holder, depth - 1, False)]
     while stack:
@@ -232,6 +267,7 @@ def _walk(root: object, depth: int, budget: int) -> tuple[Any, int]:
                 key = coerce_utf8(key)
                 if key in into:
                     raise _UNENCODABLE
+                keep(key)
             else:
                 value = item
             t = type(value)
@@ -241,35 +277,38 @@ def _walk(root: object, depth: int, budget: int) -> tuple[Any, int]:
                 if budget < 0:
                     raise _TOO_LARGE
                 copied: Any = coerce_utf8(value)
+                keep(copied)
             elif t is int:
                 if not INT_MIN <= value <= INT_MAX:
                     raise _UNENCODABLE
                 copied = value
+                budget -= len(int.__repr__(value)) - 1
             elif t is float:
                 if not math.isfinite(value):
                     raise _UNENCODABLE
                 copied = value
+                budget -= len(float.__repr__(value)) - 1
             elif t is bool or value is None:
-                budget -= 3
+                budget -= 4 if value is False else 3  # false, true, null
                 copied = value
             elif t is list or t is tuple:
                 if level >= MAX_ARTIFACT_DEPTH:
                     raise _UNENCODABLE
                 if 2 * len(value) > budget:  # refuse before copying anything
                     raise _TOO_LARGE
-                copied, budget, rest = _copy_sequence(list(value), level + 1, budget)
+                copied, budget, rest = _copy_sequence(list(value), level + 1, budget, texts)
                 if rest is not None:
                     child = (rest, copied, level + 1, False)
             elif t is dict:
                 if level >= MAX_ARTIFACT_DEPTH:
                     raise _UNENCODABLE
-                budget -= 5 * len(value)  # at least `"":0,` per entry
+                budget -= _dict_charge(len(value))
                 if budget < 0:
                     raise _TOO_LARGE
                 copied = {}
                 child = (iter(list(value.items())), copied, level + 1, True)
             else:
-                copied, budget, child = _walk_subclass(value, t, level, budget)
+                copied, budget, child = _walk_subclass(value, t, level, budget, texts)
             if budget < 0:
                 raise _TOO_LARGE
             if is_dict:
@@ -287,56 +326,70 @@ def _walk(root: object, depth: int, budget: int) -> tuple[Any, int]:
 _Frame = tuple[Iterator[Any], Any, int, bool]
 
 
+def _dict_charge(n: int) -> int:
+    """What a dict of ``n`` entries adds up front: `"":0,` per entry, or `}` when empty."""
+    return 5 * n if n else 1
+
+
 def _copy_sequence(
-    items: list[Any], level: int, budget: int
+    items: list[Any], level: int, budget: int, texts: list[str]
 ) -> tuple[list[Any], int, Iterator[Any] | None]:
     """Copy a list (already a shallow copy) at ``level``: flat lists of strings and lists of
     string lists (table rows) in one go, anything else by the walk.
 
     Returns the copy, the budget left, and the items still to walk (``None`` when done).
     """
-    budget -= 2 * len(items)
+    budget -= 2 * len(items) if items else 1  # `0,` per item, or `]` when empty
     if budget < 0:
         raise _TOO_LARGE
     kinds = set(map(type, items))
     if kinds == {str}:
-        return _copy_strings(items, budget)
+        strings, budget = _copy_strings(items, budget, texts)
+        return strings, budget, None
     if kinds == {list} and level < MAX_ARTIFACT_DEPTH:
-        cells_total = sum(map(len, items))
-        budget -= 2 * cells_total
+        lengths = list(map(len, items))
+        cells_total = sum(lengths)
+        rows_charge = 2 * cells_total + lengths.count(0)  # as _copy_sequence charges each row
+        budget -= rows_charge
         if budget < 0:
             raise _TOO_LARGE
-        rows = [list(row) for row in items]
-        cells = list(chain.from_iterable(rows))
-        if set(map(type, cells)) <= {str}:
-            strings, budget, _ = _copy_strings(cells, budget)
+        rows = list(map(list.copy, items))
+        cells: list[Any] = reduce(iadd, rows, [])
+        if list(map(type, cells)).count(str) == len(cells):
+            strings, budget = _copy_strings(cells, budget, texts)
             if strings is not cells:  # some cell needed coercion: rebuild the rows
                 it = iter(strings)
                 rows = [[next(it) for _ in row] for row in rows]
             return rows, budget, None
-        budget += 2 * cells_total  # the walk charges the rows itself
+        budget += rows_charge  # the walk charges the rows itself
     return [], budget, iter(items)
 
 
-def _copy_strings(items: list[str], budget: int) -> tuple[list[str], int, None]:
+def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list[str], int]:
+    """Copy a list of exact strings: each adds its quote, comma and characters (charged before
+    anything is joined); their joined text goes to ``texts``."""
     budget -= sum(map(len, items)) + len(items)
     if budget < 0:
         raise _TOO_LARGE
     joined = "".join(items)
-    if joined.isascii():
-        return items, budget, None
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return [coerce_utf8(s) for s in items], budget, None
-    return items, budget, None
+    if not joined.isascii():
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            items = [coerce_utf8(s) for s in items]
+            joined = "".join(items)
+    texts.append(joined)
+    return items, budget
 
 
-def _walk_subclass(value: Any, t: type, level: int, budget: int) -> tuple[Any, int, _Frame | None]:
+def _walk_subclass(
+    value: Any, t: type, level: int, budget: int, texts: list[str]
+) -> tuple[Any, int, _Frame | None]:
     """Read a subclass of a JSON type through its base type's slots; refuse everything else.
 
     Enums, and every type that is not a subclass of ``str``, ``int``, ``float``, ``dict``,
-    ``list`` or ``tuple`` (bytes, sets, datetimes, dataclasses …), are refused.
+    ``list`` or ``tuple`` (bytes, sets, datetimes, dataclasses …), are refused. Charges what
+    the walk charges for the base type.
     """
     if issubclass(t, enum.Enum):
         raise _UNENCODABLE
@@ -345,21 +398,23 @@ def _walk_subclass(value: Any, t: type, level: int, budget: int) -> tuple[Any, i
         budget -= len(text) + 1
         if budget < 0:
             raise _TOO_LARGE
-        return coerce_utf8(text), budget, None
+        text = coerce_utf8(text)
+        texts.append(text)
+        return text, budget, None
     if issubclass(t, int):
         number = int.__index__(value)
         if not INT_MIN <= number <= INT_MAX:
             raise _UNENCODABLE
-        return number, budget, None
+        return number, budget - len(int.__repr__(number)) + 1, None
     if issubclass(t, float):
         real = float.__float__(value)
         if not math.isfinite(real):
             raise _UNENCODABLE
-        return real, budget, None
+        return real, budget - len(float.__repr__(real)) + 1, None
     if not issubclass(t, (dict, list, tuple)) or level >= MAX_ARTIFACT_DEPTH:
         raise _UNENCODABLE
     if issubclass(t, dict):
-        budget -= 5 * dict.__len__(value)
+        budget -= _dict_charge(dict.__len__(value))
         if budget < 0:
             raise _TOO_LARGE
         mapping: dict[str, Any] = {}
@@ -368,5 +423,6 @@ def _walk_subclass(value: Any, t: type, level: int, budget: int) -> tuple[Any, i
     base: Any = list if issubclass(t, list) else tuple
     if 2 * base.__len__(value) > budget:
         raise _TOO_LARGE
-    copied, budget, rest = _copy_sequence(list(base.__iter__(value)), level + 1, budget)
+    items = list(base.__iter__(value))
+    copied, budget, rest = _copy_sequence(items, level + 1, budget, texts)
     return copied, budget, None if rest is None else (rest, copied, level + 1, False)

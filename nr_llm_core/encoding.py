@@ -1,9 +1,11 @@
 """The one JSON encoder every sink uses: NDJSON streams, JSON responses, the audit store.
 
-The artifact bounding check is made on this encoder's real output, so anything that passed
-bounding is encodable by every sink. It is the standard library's C encoder: compact, UTF-8,
-``allow_nan=False``. orjson is deliberately not used here: 3.8 segfaults on deep input and
-3.12/3.13 corrupt the heap on deeply nested tuples (see docs/adr/0002-one-encoder.md).
+The artifact bounding check is made on the exact size of this encoder's output (the walk in
+:mod:`nr_llm_core.bounding` counts it; a property test holds the count to this encoder), so
+anything that passed bounding is encodable by every sink, within the limit. It is the standard
+library's C encoder: compact, UTF-8, ``allow_nan=False``. orjson is deliberately not used here:
+3.8 segfaults on deep input and 3.12/3.13 corrupt the heap on deeply nested tuples (see
+docs/adr/0002-one-encoder.md).
 """
 
 from __future__ import annotations

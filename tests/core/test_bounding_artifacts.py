@@ -21,6 +21,7 @@ from nr_llm_core.bounding import (
     INT_MIN,
     REASON_TOO_LARGE,
     REASON_UNENCODABLE,
+    bound_artifacts,
     bound_result,
 )
 from nr_llm_core.encoding import encode_json
@@ -355,13 +356,19 @@ def test_data_must_be_an_object() -> None:
     assert bounded(forged_artifact("text")) == UNENCODABLE
 
 
+class _NoEncoder:
+    def encode(self, value: Any) -> str:
+        raise Boom("bounding called the encoder")
+
+
 def test_100000_deep_tuples_never_reach_the_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    import nr_llm_core.bounding as bounding
+    # Bounding measures its copy without encoding it: the shared encoder is never called,
+    # so no deep (or any other) value can reach it from here.
+    import nr_llm_core.encoding as encoding
 
-    def spy(value: Any) -> bytes:
-        raise Boom("the encoder saw the deep value")
-
-    monkeypatch.setattr(bounding, "encode_json", spy)
+    monkeypatch.setattr(encoding, "_ENCODER", _NoEncoder())
+    table = forged_artifact({"columns": ["a"], "rows": [["x"], [1], [None]], "n": 1.5})
+    assert bound_artifacts((table,)) == (table,)
     deep: Any = ()
     for _ in range(100_000):
         deep = (deep,)

@@ -172,3 +172,58 @@ def test_table_rows_keep_every_cell_in_order(rows: list[list[str]]) -> None:
         assert got == [
             c.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace") for c in given_row
         ]
+
+
+# -- the walk measures its copy exactly -----------------------------------------------------------
+
+# Text the encoder escapes: quotes, backslashes, every control character, and what it leaves
+# alone (DEL, U+2028, non-BMP characters, lone surrogates the walk replaces).
+escaped_text = st.text(
+    st.one_of(
+        st.sampled_from(['"', "\\", "\x7f", "\u2028", "😀", "\ud83d", "é"]),
+        st.characters(max_codepoint=0x1F),
+        any_char,
+    ),
+    max_size=12,
+)
+measured_leaves = st.one_of(
+    plain_leaves,
+    escaped_text,
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from([0.0, -0.0, 1e16, 1e-7, 5e-324, -1.7976931348623157e308, 2**63 - 1, -(2**63)]),
+)
+measured = st.recursive(
+    measured_leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.lists(st.lists(escaped_text, max_size=3), max_size=3),  # the rows fast path
+        st.lists(escaped_text, max_size=4),  # the strings fast path
+        st.dictionaries(escaped_text, inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(escaped_text, measured, max_size=4),
+            escaped_text,
+            st.sampled_from(ArtifactType),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_the_walk_counts_exactly_the_bytes_the_encoder_writes(
+    parts: list[tuple[dict[str, Any], str, ArtifactType]],
+) -> None:
+    # Bounding never encodes: it adds up the size of its copy as it walks. That sum decides
+    # the 50,000-byte limit, so it must equal what every sink's encoder writes, byte for byte.
+    from nr_llm_core.bounding import _canonical_artifacts
+
+    artifacts = tuple(forged_artifact(data, label=label, type=kind) for data, label, kind in parts)
+    canonical, size = _canonical_artifacts(artifacts)
+    assert size == len(encode_json([a.to_dict() for a in canonical]))
