@@ -20,6 +20,7 @@ import attrs
 
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.encoding import EncodeError, decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
@@ -306,10 +307,14 @@ class ToolLoop:
                 result = ToolResult.error(
                     f'Error: invalid arguments for tool "{call.name}": {call.arguments_error}'
                 )
+            elif (arguments := _own_copy(call.arguments)) is None:
+                result = ToolResult.error(
+                    f'Error: invalid arguments for tool "{call.name}": not plain JSON'
+                )
             else:
                 result = self.host.invoke(
                     call.name,
-                    call.arguments,
+                    arguments,
                     allowed=offered,
                     context=ToolContext(run_id=run.run_id, call_id=call.id, round=round_no),
                     timeout=self.tool_timeout,
@@ -438,3 +443,14 @@ def _valid_completion(value: object) -> bool:
         and all(type(c) is ToolCall for c in value.tool_calls)
         and type(value.usage) is Usage
     )
+
+
+def _own_copy(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """A deep copy of the model's arguments for the tool to have: a tool that changes its
+    arguments then changes neither the conversation sent back to the model nor the record of
+    what the model asked. ``None`` if they are not plain JSON (a script's set, NaN …)."""
+    try:
+        copied = decode_json(encode_json_str(arguments))
+    except (EncodeError, ValueError):  # ValueError: an integer past the decoder's digit limit
+        return None
+    return copied if type(copied) is dict else None

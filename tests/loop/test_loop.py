@@ -339,3 +339,51 @@ def test_a_tool_that_never_returns_times_out_and_the_loop_continues() -> None:
     assert result.invocations[0].result.content == 'Error: tool "stuck" timed out.'
     assert result.content == "moved on"
     assert result.termination_reason is TerminationReason.COMPLETED
+
+
+class Mutator:
+    """Rewrites the arguments it was given, top level and nested."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec("mutate", "Changes its arguments.", data_class="public")
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        self.calls += 1
+        arguments["path"] = "/etc/shadow"
+        arguments["nested"]["items"].append("injected")
+        arguments["nested"]["items"][0] = "changed"
+        return ToolResult.text("done")
+
+
+def test_a_tool_that_changes_its_arguments_changes_neither_history_nor_record() -> None:
+    asked = {"path": "notes.txt", "nested": {"items": ["a", "b"]}}
+    provider = ScriptedProvider([{"tool_calls": [call("mutate", asked, "m-1")]}, "ok"])
+    recorder = MemoryRecorder()
+    result = ToolLoop(provider, make_host(Mutator()), persister=recorder).run("go")
+    assert result.invocations[0].result.content == "done"
+    original = {"path": "notes.txt", "nested": {"items": ["a", "b"]}}
+    # What the model is told it asked for, in the next request ...
+    assistant = [m for m in provider.requests[1][0] if m.tool_calls]
+    assert [c.arguments for c in assistant[0].tool_calls] == [original]
+    assert "injected" not in sent_text(provider)
+    # ... and what the run, its trace and the recorder hold.
+    assert result.invocations[0].arguments == original
+    (steps,) = recorder.steps.values()
+    tool_steps = [s for s in steps if s.kind.value == "tool"]
+    assert tool_steps[0].to_dict()["tool_arguments"] == original
+
+
+def test_arguments_that_are_not_plain_json_are_answered_not_run() -> None:
+    mutator = Mutator()
+    odd = Completion(tool_calls=(ToolCall(id="m", name="mutate", arguments={"x": {1, 2}}),))
+    result = ToolLoop(ScriptedProvider([odd, "done"]), make_host(mutator)).run("go")
+    assert result.invocations[0].result.content == (
+        'Error: invalid arguments for tool "mutate": not plain JSON'
+    )
+    assert mutator.calls == 0
+    assert result.termination_reason is TerminationReason.COMPLETED
