@@ -114,8 +114,8 @@ def bound_content(content: str) -> str:
     """
     over = len(content) > MAX_CONTENT_BYTES
     head = coerce_utf8(content[:MAX_CONTENT_BYTES] if over else content)
-    if head.isascii():
-        if not over and len(head) <= MAX_CONTENT_BYTES:
+    if head.isascii():  # one byte per character
+        if not over:
             return head
         return head[:_CONTENT_CUT] + TRUNCATION_MARKER
     raw = head.encode("utf-8")
@@ -137,14 +137,12 @@ def bound_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
     if not artifacts:
         return ()
     try:
-        canonical, size = _canonical_artifacts(artifacts)
+        canonical, _ = _canonical_artifacts(artifacts)
     except _Refused as refused:
         return omitted(refused.reason)
     except Exception:
         # Anything unforeseen (a dict resized by another thread mid-walk …) fails closed.
         return omitted(REASON_UNENCODABLE)
-    if size > MAX_ARTIFACT_BYTES:
-        return omitted(REASON_TOO_LARGE)
     return canonical
 
 
