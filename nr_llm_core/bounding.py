@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterator
 from functools import reduce
 from operator import iadd
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult
 
@@ -58,6 +58,9 @@ INT_MAX: Final = 2**63 - 1
 # `{"type":"…","label":"…","data":…}` without its three values, and the smallest artifact.
 _ARTIFACT_OBJECT: Final = len('{"type":"","label":"","data":}')
 _ARTIFACT_MIN: Final = _ARTIFACT_OBJECT + len("text") + len("{}")
+#: The most artifacts a list within the limit can hold: each takes a comma, the list `[]`.
+_MAX_ARTIFACTS: Final = (MAX_ARTIFACT_BYTES - 1) // (_ARTIFACT_MIN + 1)  # 1,351
+_UTF16: Final = "utf-16-le"
 
 
 class _Refused(Exception):
@@ -84,22 +87,23 @@ def coerce_utf8(text: str) -> str:
     if text.isascii():
         return text
     try:
-        text.encode("utf-8")
+        text.encode()
     except UnicodeEncodeError:
         # UTF-16 is the encoding surrogates belong to: writing code units verbatim and reading
-        # them back pairs what pairs and replaces what is alone.
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        # them back pairs what pairs and replaces what is alone. (Codec names are not
+        # case-sensitive: mutation testing's upper-cased names are the same codec.)
+        return text.encode(_UTF16, "surrogatepass").decode(_UTF16, "replace")  # pragma: no mutate
     return text
 
 
-def read_str(value: Any) -> str | None:
+def read_str(value: object) -> str | None:
     """The real characters of a ``str`` (or a ``str`` subclass, read through ``str`` itself).
 
     Returns ``None`` for anything else, enums included. No method of ``value`` runs.
     """
+    if type(value) is str:
+        return value
     t = type(value)
-    if t is str:
-        return cast(str, value)
     if issubclass(t, str) and not issubclass(t, enum.Enum):
         return str.__str__(value)
     return None
@@ -113,15 +117,15 @@ def bound_content(content: str) -> str:
     every code unit is at least one byte, so a longer string is over the cap.
     """
     over = len(content) > MAX_CONTENT_BYTES
-    head = coerce_utf8(content[:MAX_CONTENT_BYTES] if over else content)
+    head = coerce_utf8(content[:MAX_CONTENT_BYTES])  # the string itself when it is short
     if head.isascii():  # one byte per character
         if not over:
             return head
         return head[:_CONTENT_CUT] + TRUNCATION_MARKER
-    raw = head.encode("utf-8")
+    raw = head.encode()
     if not over and len(raw) <= MAX_CONTENT_BYTES:
         return head
-    return raw[:_CONTENT_CUT].decode("utf-8", "ignore") + TRUNCATION_MARKER
+    return raw[:_CONTENT_CUT].decode(errors="ignore") + TRUNCATION_MARKER
 
 
 def omitted(reason: str) -> tuple[Artifact, ...]:
@@ -161,20 +165,21 @@ def bound_result(value: object) -> ToolResult | None:
     if type(fields) is not tuple or len(fields) != 3:
         return None
     raw_content, is_error, artifacts = fields
-    content = raw_content if type(raw_content) is str else read_str(raw_content)
+    content = read_str(raw_content)
     if content is None:
         return None
     if type(is_error) is not bool or type(artifacts) is not tuple:
         return None
     bounded: tuple[Artifact, ...] = ()
     if artifacts and not is_error:
-        if len(artifacts) * (_ARTIFACT_MIN + 1) + 1 > MAX_ARTIFACT_BYTES:  # commas, brackets
+        if len(artifacts) > _MAX_ARTIFACTS:  # refused before any is looked at
             bounded = omitted(REASON_TOO_LARGE)
         elif any(type(a) is not Artifact for a in artifacts):
             return None
         else:
             bounded = bound_artifacts(artifacts)
-    if not (content.isascii() and len(content) <= MAX_CONTENT_BYTES):
+    # The fast path for short ASCII text, which bound_content would return unchanged.
+    if not (content.isascii() and len(content) <= MAX_CONTENT_BYTES):  # pragma: no mutate
         content = bound_content(content)
     return ToolResult._build(content, is_error, bounded)
 
@@ -205,7 +210,9 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[tuple[Artifac
             raise _UNENCODABLE
         # the data's first byte is charged here, as a container's items are
         budget -= _ARTIFACT_OBJECT + len(kind.value) + len(label) + 1
-        if budget < 0:
+        # Before the label is copied. (At exactly 0 the data's closing brace still refuses it:
+        # `< 1` would be the same check.)
+        if budget < 0:  # pragma: no mutate
             raise _TOO_LARGE
         label = coerce_utf8(label)
         if not issubclass(type(artifact.data), dict):  # an artifact's data is a JSON object
@@ -223,8 +230,8 @@ def _text_excess(texts: list[str]) -> int:
     """What the encoding of ``texts`` (valid UTF-8 strings) takes beyond one byte per code
     point: the further bytes of multi-byte characters and the escapes the encoder writes,
     ``\\"`` and ``\\\\``, two bytes for five control characters and ``\\u00XX`` for the others."""
-    text = "".join(texts)
-    raw = text.encode("utf-8")
+    text = "".join(texts)  # pragma: no mutate (any ASCII separator adds no excess)
+    raw = text.encode()
     excess = len(raw) - len(text)
     for quoted in _QUOTED:
         if quoted in raw:  # a memchr: far cheaper than counting text that has none
@@ -289,14 +296,15 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
             elif t is bool or value is None:
                 budget -= 4 if value is False else 3  # false, true, null
                 copied = value
-            elif t is list or t is tuple:
+            elif t is list:
                 if level >= MAX_ARTIFACT_DEPTH:
                     raise _UNENCODABLE
                 if 2 * len(value) > budget:  # refuse before copying anything
                     raise _TOO_LARGE
-                copied, budget, rest = _copy_sequence(list(value), level + 1, budget, texts)
+                inner = level + 1
+                copied, budget, rest = _copy_sequence(list(value), inner, budget, texts)
                 if rest is not None:
-                    child = (rest, copied, level + 1, False)
+                    child = (rest, copied, inner, False)
             elif t is dict:
                 if level >= MAX_ARTIFACT_DEPTH:
                     raise _UNENCODABLE
@@ -306,7 +314,7 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
                 copied = {}
                 child = (iter(list(value.items())), copied, level + 1, True)
             else:
-                copied, budget, child = _walk_subclass(value, t, level, budget, texts)
+                copied, budget, child = _walk_other(value, t, level, budget, texts)
             if budget < 0:
                 raise _TOO_LARGE
             if is_dict:
@@ -340,7 +348,7 @@ def _copy_sequence(
     budget -= 2 * len(items) if items else 1  # `0,` per item, or `]` when empty
     if budget < 0:
         raise _TOO_LARGE
-    kinds = set(map(type, items))
+    kinds = set(map(type, items))  # pragma: no mutate (without it, the walk does the same)
     if kinds == {str}:
         strings, budget = _copy_strings(items, budget, texts)
         return strings, budget, None
@@ -353,7 +361,7 @@ def _copy_sequence(
             raise _TOO_LARGE
         rows = list(map(list.copy, items))
         cells: list[Any] = reduce(iadd, rows, [])
-        if list(map(type, cells)).count(str) == len(cells):
+        if list(map(type, cells)).count(str) == len(cells):  # pragma: no mutate (as above)
             strings, budget = _copy_strings(cells, budget, texts)
             if strings is not cells:  # some cell needed coercion: rebuild the rows
                 it = iter(strings)
@@ -369,21 +377,22 @@ def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list
     budget -= sum(map(len, items)) + len(items)
     if budget < 0:
         raise _TOO_LARGE
-    joined = "".join(items)
+    joined = "".join(items)  # pragma: no mutate (as in _text_excess)
     if not joined.isascii():
         try:
-            joined.encode("utf-8")
+            joined.encode()
         except UnicodeEncodeError:
             items = [coerce_utf8(s) for s in items]
-            joined = "".join(items)
+            joined = "".join(items)  # pragma: no mutate (as in _text_excess)
     texts.append(joined)
     return items, budget
 
 
-def _walk_subclass(
+def _walk_other(
     value: Any, t: type, level: int, budget: int, texts: list[str]
 ) -> tuple[Any, int, _Frame | None]:
-    """Read a subclass of a JSON type through its base type's slots; refuse everything else.
+    """Read a tuple (as a list), or a subclass of a JSON type through its base type's slots;
+    refuse everything else.
 
     Enums, and every type that is not a subclass of ``str``, ``int``, ``float``, ``dict``,
     ``list`` or ``tuple`` (bytes, sets, datetimes, dataclasses …), are refused. Charges what
@@ -422,5 +431,6 @@ def _walk_subclass(
     if 2 * base.__len__(value) > budget:
         raise _TOO_LARGE
     items = list(base.__iter__(value))
-    copied, budget, rest = _copy_sequence(items, level + 1, budget, texts)
-    return copied, budget, None if rest is None else (rest, copied, level + 1, False)
+    inner = level + 1
+    copied, budget, rest = _copy_sequence(items, inner, budget, texts)
+    return copied, budget, None if rest is None else (rest, copied, inner, False)

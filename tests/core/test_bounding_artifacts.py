@@ -351,6 +351,16 @@ def test_table_rows_at_the_depth_limit() -> None:
     assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, rows))) == UNENCODABLE
 
 
+def test_anything_unforeseen_in_the_walk_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nr_llm_core.bounding as bounding
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a dict resized by another thread")
+
+    monkeypatch.setattr(bounding, "_walk", broken)
+    assert bounded(forged_artifact({"k": "v"})) == UNENCODABLE
+
+
 def test_data_must_be_an_object() -> None:
     assert bounded(forged_artifact(["a list"])) == UNENCODABLE
     assert bounded(forged_artifact("text")) == UNENCODABLE
@@ -635,8 +645,18 @@ class SubDict(dict):  # type: ignore[type-arg]
     pass
 
 
+class SubFloat(float):
+    pass
+
+
 SUB_SHAPES = {
     "str subclass": lambda n: {"x": [SubStr("")] * n},
+    "int subclass": lambda n: {"x": [SubInt(7)] * n},
+    "float subclass": lambda n: {"x": [SubFloat(0.25)] * n},
+    "list subclass of zeros": lambda n: {"x": SubList([0] * n)},
+    "tuple subclass of zeros": lambda n: {"x": SubTuple([0] * n)},
+    "list subclass of rows": lambda n: {"x": SubList([["a", ""]] * (n // 2))},
+    "exact tuple of rows": lambda n: {"x": tuple([["a"]] * n)},
     "str subclass mixed": lambda n: {"x": [SubStr(""), None] * (n // 2)},
     "list subclass": lambda n: {"x": [SubList()] * n},
     "tuple subclass": lambda n: {"x": [SubTuple()] * n},
@@ -652,6 +672,15 @@ def test_subclass_shapes_at_exactly_the_limit_are_kept(shape: Any) -> None:
     assert exact not in (UNENCODABLE, TOO_LARGE)
     assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
     assert bounded(padded_to(MAX_ARTIFACT_BYTES + 1, data)) == TOO_LARGE
+
+
+@pytest.mark.parametrize("container", [SubList, SubTuple, tuple])
+def test_rows_in_a_subclass_or_tuple_at_the_depth_limit(container: type) -> None:
+    # The rows inside are copied in one go: the container passes its own level down.
+    rows = container([["a", "b"]])
+    kept = bounded(forged_artifact(data_of_depth(DATA_LEVELS - 2, rows)))
+    assert kept[0]["data"] == data_of_depth(DATA_LEVELS - 2, [["a", "b"]])
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, rows))) == UNENCODABLE
 
 
 @pytest.mark.parametrize("container", [SubList, SubTuple, SubDict])
@@ -694,3 +723,32 @@ def test_shared_subclass_references_are_refused_within_the_budget(make: Any) -> 
     finally:
         tracemalloc.stop()
     assert peak < 2_000_000
+
+
+# -- too many artifacts ---------------------------------------------------------------------------
+# The smallest artifact, `{"type":"text","label":"","data":{}}`, is 36 bytes: 1,351 of them (and
+# their commas and brackets) make 49,988 bytes, 1,352 make 50,025. A list longer than the most
+# that can fit is refused by its length, before any item is looked at.
+
+
+def smallest_artifacts(n: int) -> tuple[Artifact, ...]:
+    return tuple(Artifact(ArtifactType.TEXT, "", {}) for _ in range(n))
+
+
+def test_the_most_artifacts_that_fit_are_kept_and_one_more_refused() -> None:
+    fits = ToolResult.text("ok", *smallest_artifacts(1_351))
+    out = bound_result(fits)
+    assert out is not None and len(out.artifacts) == 1_351
+    assert len(encode_json([a.to_dict() for a in out.artifacts])) == 49_988
+    over = bound_result(ToolResult.text("ok", *smallest_artifacts(1_352)))
+    assert over is not None
+    assert [a.to_dict() for a in over.artifacts] == TOO_LARGE
+
+
+def test_too_many_artifacts_are_refused_before_any_is_looked_at() -> None:
+    # Items that are not even artifacts: at 1,352 the count alone refuses them (the marker);
+    # at 1,351 each is looked at, and the result is invalid.
+    assert bound_result(forged_result(artifacts=(object(),) * 1_351)) is None
+    over = bound_result(forged_result(artifacts=(object(),) * 1_352))
+    assert over is not None
+    assert [a.to_dict() for a in over.artifacts] == TOO_LARGE
