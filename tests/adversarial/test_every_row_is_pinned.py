@@ -1,0 +1,393 @@
+"""Every row of ADVERSARIAL.md is pinned by at least one concrete test, and stays pinned.
+
+``ADVERSARIAL.md`` beside this file lists what a hostile tool can return or do, one table row per
+case. :data:`PINNED` maps each row (its section and its input cell, exactly as written there) to
+the pytest node ids of the tests that pin it. These tests fail when a row has no entry, when an
+entry names a row that is not in the file, and when a node id does not resolve to a test function,
+so adding a row, or renaming or deleting a pinning test, breaks the suite until the index is
+brought up to date.
+
+Node ids are resolved by reading each test file's syntax tree, not by importing it: nothing here
+runs the referenced tests or their module-level code.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS_FILE = Path(__file__).with_name("ADVERSARIAL.md")
+
+CONTENT = "tests/core/test_bounding_content.py"
+ARTIFACTS = "tests/core/test_bounding_artifacts.py"
+HOST = "tests/core/test_host.py"
+ENTRY_POINTS = "tests/loading/test_entry_points.py"
+PIP_INSTALL = "tests/loading/test_pip_install.py"
+LOOP = "tests/loop/test_loop.py"
+OPENAI = "tests/loop/test_openai_wire.py"
+ANTHROPIC = "tests/loop/test_anthropic_wire.py"
+BROWSER = "tests/playground/test_browser.py"
+STATIC = "tests/playground/test_static.py"
+HTTP = "tests/playground/test_http.py"
+CLI_RUNS = "tests/test_cli_runs.py"
+CLI_RUN = "tests/loop/test_cli_run.py"
+PRIVACY = "tests/test_privacy.py"
+CANARIES = "tests/test_privacy_canaries.py"
+REDACTION = "tests/test_redaction.py"
+AUDIT_STORE = "tests/test_audit_store.py"
+AUDIT_LOOP = "tests/test_audit_loop.py"
+
+# section -> input cell (verbatim) -> node ids of the tests that pin the row.
+PINNED: dict[str, dict[str, tuple[str, ...]]] = {
+    "Content": {
+        r"lone surrogate `'a\ud800b'`": (
+            f"{CONTENT}::test_lone_surrogate_becomes_replacement_character",
+            f"{CONTENT}::test_surrogates_over_the_cap_are_coerced_and_cut",
+        ),
+        r"a surrogate pair as two code units (`'\ud83d\ude00'`)": (
+            f"{CONTENT}::test_split_surrogate_pair_is_rejoined",
+            f"{ARTIFACTS}::test_strings_are_coerced_everywhere",
+        ),
+        "`bytes`, `None`, a number, a `str` subclass with evil `__str__`/`__len__`": (
+            f"{CONTENT}::test_non_str_content_is_an_invalid_result",
+            f"{CONTENT}::test_str_subclass_content_is_read_through_str",
+            f"{HOST}::test_returning_anything_but_a_tool_result_is_an_invalid_result",
+        ),
+        "exactly 50,000 bytes / 50,001 bytes": (
+            f"{CONTENT}::test_exactly_50000_bytes_passes_unchanged",
+            f"{CONTENT}::test_50001_bytes_is_cut_to_at_most_50000_with_the_marker",
+            f"{CONTENT}::test_marker_is_42_bytes_and_cut_is_49958",
+            f"{HOST}::test_the_returned_result_is_rebuilt_from_bounded_values",
+        ),
+        "a multi-byte character straddling byte 49,958": (
+            f"{CONTENT}::test_multibyte_character_straddling_the_cut_is_dropped_whole",
+        ),
+        "1 GiB of content": (f"{CONTENT}::test_one_gib_of_content_is_capped_without_copying_it",),
+        "text that imitates host framing or a tool-call JSON": (
+            f"{OPENAI}::test_tool_text_that_imitates_framing_is_sent_as_data",
+            f"{CONTENT}::test_text_imitating_framing_is_kept_as_data",
+        ),
+    },
+    "Artifacts": {
+        "NaN or ±inf anywhere": (f"{ARTIFACTS}::test_non_finite_floats_give_the_marker",),
+        "`-0.0`, `1e-5`, `1e16`, `12.0`": (f"{ARTIFACTS}::test_finite_floats_are_kept",),
+        "ints beyond the encoder's range, `10**5000`": (
+            f"{ARTIFACTS}::test_ints_beyond_the_range_give_the_marker",
+            f"{ARTIFACTS}::test_int_subclass_range",
+        ),
+        "`True` vs `1`": (f"{ARTIFACTS}::test_true_stays_true_and_1_stays_1",),
+        "bytes, bytearray, memoryview, set, frozenset, datetime, UUID, Decimal, Enum, dataclass, "
+        "arbitrary object": (
+            f"{ARTIFACTS}::test_foreign_types_give_the_marker_without_running_their_methods",
+        ),
+        "an object whose `__class__` property claims to be `dict`": (
+            f"{ARTIFACTS}::test_an_object_claiming_to_be_a_dict_gives_the_marker",
+        ),
+        "dict/list/str/int subclasses overriding `items`, `keys`, `__iter__`, `__len__`, "
+        "`__str__`, `__eq__`": (
+            f"{ARTIFACTS}::test_dict_subclass_is_read_through_dict",
+            f"{ARTIFACTS}::test_list_and_tuple_subclasses_are_read_through_their_base",
+            f"{ARTIFACTS}::test_str_int_float_subclasses_are_read_through_their_base",
+            f"{ARTIFACTS}::test_str_subclass_keys_and_labels_are_read_through_str",
+            f"{ARTIFACTS}::test_str_subclass_key_colliding_with_a_plain_key_gives_the_marker",
+        ),
+        "tuples, namedtuples": (f"{ARTIFACTS}::test_tuples_and_namedtuples_become_lists",),
+        "non-str keys (`1`, `None`, `True`, tuples)": (
+            f"{ARTIFACTS}::test_non_str_keys_give_the_marker",
+        ),
+        "keys `1` and `'1'` together": (
+            f"{ARTIFACTS}::test_keys_1_and_str_1_together_give_the_marker",
+            f"{ARTIFACTS}::test_keys_colliding_after_coercion_give_the_marker",
+        ),
+        "a lone surrogate in a key": (f"{ARTIFACTS}::test_lone_surrogate_in_a_key_is_coerced",),
+        "64 nested containers / 65 (count per DESIGN.md, empty innermost included)": (
+            f"{ARTIFACTS}::test_depth_64_is_accepted_and_65_refused",
+            f"{ARTIFACTS}::test_depth_counts_the_empty_innermost_container",
+            f"{ARTIFACTS}::test_depth_counts_subclass_containers_like_their_bases",
+        ),
+        "100,000-deep nested tuples or lists": (
+            f"{ARTIFACTS}::test_100000_deep_tuples_never_reach_the_encoder",
+        ),
+        "a cycle": (f"{ARTIFACTS}::test_a_cycle_gives_the_marker",),
+        "a dict with 10M keys, a list of 10M items, one 1 GiB string": (
+            f"{ARTIFACTS}::test_huge_inputs_are_refused_before_being_copied",
+            f"{ARTIFACTS}::test_a_one_gib_string_anywhere_is_refused_without_a_copy",
+        ),
+        "encodes to exactly 50,000 / 50,001 bytes with the shared encoder": (
+            f"{ARTIFACTS}::test_exactly_50000_encoded_bytes_is_kept_and_50001_refused",
+            f"{ARTIFACTS}::test_every_shape_at_exactly_the_limit_is_kept",
+            f"{ARTIFACTS}::test_the_check_is_on_encoded_bytes_not_characters",
+        ),
+        "one valid artifact + one invalid": (
+            f"{ARTIFACTS}::test_one_valid_and_one_invalid_artifact_give_only_the_marker",
+        ),
+        "`artifacts` not a tuple of `Artifact` (a dict, a generator)": (
+            f"{ARTIFACTS}::test_artifacts_not_a_tuple_of_artifacts_is_an_invalid_result",
+        ),
+        "an empty artifact list": (f"{ARTIFACTS}::test_an_empty_artifact_list_stays_empty",),
+        "the tool mutates its artifact data after returning": (
+            f"{ARTIFACTS}::test_mutating_after_return_changes_nothing_the_host_returned",
+        ),
+        "a marker's text": (
+            f"{ARTIFACTS}::test_marker_text_never_holds_plugin_bytes",
+            f"{ARTIFACTS}::test_marker_reasons_are_the_contract_strings",
+        ),
+    },
+    "Errors and loading": {
+        "`execute` raises, with a secret or a 10 MB `__str__` in the exception": (
+            f"{HOST}::test_exceptions_become_a_generic_error_and_are_logged_without_their_text",
+            f"{LOOP}::test_exception_text_never_enters_the_conversation",
+        ),
+        "`execute` raises `BaseException` subclasses (`KeyboardInterrupt` aside) / `SystemExit`": (
+            f"{HOST}::test_base_exceptions_do_not_escape",
+            f"{HOST}::test_keyboard_interrupt_is_not_swallowed",
+        ),
+        "a tool that never returns": (
+            f"{LOOP}::test_a_tool_that_never_returns_times_out_and_the_loop_continues",
+            f"{HOST}::test_a_tool_that_never_returns_times_out_and_the_host_goes_on",
+        ),
+        "arguments not matching the schema, or not a JSON object": (
+            f"{HOST}::test_arguments_must_be_a_json_object",
+            f"{HOST}::test_arguments_are_validated_against_the_schema_and_execute_is_not_called",
+        ),
+        "import error, exception at import, missing attribute, wrong object type in an entry "
+        "point": (
+            f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+        ),
+        "two distributions claiming one tool name; name ≠ spec name": (
+            f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+            f"{ENTRY_POINTS}::test_strict_mode_raises_on_the_first_problem_in_sorted_order",
+            f"{PIP_INSTALL}::test_two_installed_distributions_claiming_one_name_are_both_refused",
+        ),
+        "a tool plugin declaring `wrapper=True`, `hookwrapper=True`, `tryfirst`, `trylast`, a "
+        "misspelled hook": (
+            f"{HOST}::test_wrappers_and_ordering_flags_are_refused",
+            f"{HOST}::test_a_misspelled_hook_is_refused",
+            f"{HOST}::test_a_plugin_registered_behind_the_hosts_back_changes_nothing",
+            f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+        ),
+        "a plugin registering further plugins while being imported": (
+            f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+        ),
+    },
+    "Rendering and storage": {
+        "artifact text with `</script>`, `<img onerror=…>`, `javascript:` URLs": (
+            f"{BROWSER}::test_hostile_artifacts_render_as_text",
+            f"{STATIC}::test_the_scripts_never_parse_markup",
+            f"{STATIC}::test_the_page_has_no_inline_script_or_style",
+            f"{HTTP}::test_security_headers_on_every_response",
+        ),
+        "RLO U+202E, zero-width, C1, ANSI escapes, NUL": (
+            f"{BROWSER}::test_a_table_renders_exactly_the_cells_given",
+            f"{CLI_RUNS}::test_show_prints_steps_exactly_as_stored_and_visibly",
+            f"{CLI_RUNS}::test_list_escapes_stored_strings",
+            f"{CLI_RUN}::test_run_on_the_openai_wire_escapes_model_bytes",
+            f"{PIP_INSTALL}::test_cli_escapes_control_characters_from_tool_output",
+        ),
+        "a canary in artifacts, labels, column names, exception text": (
+            f"{OPENAI}::test_a_tool_round_on_the_wire",
+            f"{ANTHROPIC}::test_a_tool_round_on_the_wire",
+            f"{LOOP}::test_tool_content_reaches_the_next_request_and_artifacts_do_not",
+            f"{CANARIES}::test_sweep[metadata]",
+            f"{CANARIES}::test_sweep[none]",
+            f"{AUDIT_LOOP}::test_a_run_is_recorded_and_settled_without_artifacts",
+        ),
+        "REDACTED: secrets under `password`/`X-Api-Key`/`refreshToken` deep in lists of dicts; "
+        "bearer tokens, JWTs, PEM keys, AWS keys, URL credentials, `token=` values, card numbers "
+        "(as str and as int) in free text": (
+            f"{REDACTION}::test_values_under_sensitive_keys_are_masked_whole_deep_in_lists",
+            f"{REDACTION}::test_each_secret_shape_is_masked",
+            f"{REDACTION}::test_secrets_in_context_are_masked_and_context_kept",
+            f"{REDACTION}::test_card_numbers_as_integers_are_masked",
+            f"{REDACTION}::test_benign_text_is_kept",
+            f"{CANARIES}::test_sweep[redacted]",
+        ),
+        "the redactor raising or meeting a pathological input": (
+            f"{PRIVACY}::test_redactor_failure_falls_back_to_metadata_never_full",
+            f"{PRIVACY}::test_redactor_refusing_a_value_falls_back_to_metadata",
+            f"{PRIVACY}::test_redactor_meeting_a_pathologically_deep_value_falls_back_to_metadata",
+            f"{REDACTION}::test_pathological_inputs_finish",
+        ),
+        "privacy level unset or invalid": (
+            f"{PRIVACY}::test_unset_means_metadata",
+            f"{PRIVACY}::test_invalid_environment_value_means_metadata_with_a_warning",
+            f"{PRIVACY}::test_invalid_argument_means_metadata",
+            f"{AUDIT_STORE}::test_privacy_defaults_to_environment_then_metadata",
+            f"{HTTP}::test_unknown_privacy_level_is_metadata",
+        ),
+    },
+}
+
+
+# -- reading the rows ----------------------------------------------------------------------------
+
+HEADER = ["input", "expected"]
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_SEPARATOR = re.compile(r"\|(\s*:?-+:?\s*\|)+")
+
+
+def cells(line: str) -> list[str]:
+    """The cells of one markdown table line (``| a | b |``), stripped; ``\\|`` is not a split."""
+    inner = line.strip()
+    inner = inner.removeprefix("|").removesuffix("|")
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(inner)]
+
+
+def table_rows(text: str) -> list[tuple[str, str, str]]:
+    """(section, input, expected) for every row of every table, in file order.
+
+    Raises ``ValueError`` for a table that does not have the ``input | expected`` header, a row
+    with another number of cells, or a table outside a ``##`` section.
+    """
+    rows: list[tuple[str, str, str]] = []
+    section: str | None = None
+    in_table = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("## "):
+            section, in_table = line[3:].strip(), False
+            continue
+        if not line.lstrip().startswith("|"):
+            in_table = False
+            continue
+        if _SEPARATOR.fullmatch(line.strip()):
+            continue
+        row = cells(line)
+        if not in_table:
+            if row != HEADER or section is None:
+                raise ValueError(f"line {number}: a table must open with | input | expected |")
+            in_table = True
+            continue
+        if len(row) != 2:
+            raise ValueError(f"line {number}: {len(row)} cells, not 2: {line!r}")
+        rows.append((section, row[0], row[1]))
+    return rows
+
+
+@functools.cache
+def rows_in_file() -> tuple[tuple[str, str, str], ...]:
+    return tuple(table_rows(ROWS_FILE.read_text(encoding="utf-8")))
+
+
+def row_name(section: str, cell: str) -> str:
+    return f"[{section}] {cell}"
+
+
+# -- resolving node ids --------------------------------------------------------------------------
+
+_NODE_ID = re.compile(
+    r"(?P<path>tests/(?:\w+/)*test_\w+\.py)::(?:(?P<cls>Test\w+)::)?(?P<name>test_\w+)"
+    r"(?:\[(?P<params>.+)\])?"
+)
+
+
+@functools.cache
+def functions_of(path: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """``name`` and ``Class::name`` -> definition, for every test function of a file."""
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"), filename=path)
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found[f"{node.name}::{item.name}"] = item
+    return found
+
+
+def unresolved(node_id: str) -> str | None:
+    """Why ``node_id`` names no test function, or ``None`` when it does."""
+    match = _NODE_ID.fullmatch(node_id)
+    if match is None:
+        return "is not of the form tests/…/test_x.py::test_name[params]"
+    path = match["path"]
+    if not (ROOT / path).is_file():
+        return "names a file that does not exist"
+    key = f"{match['cls']}::{match['name']}" if match["cls"] else match["name"]
+    function = functions_of(path).get(key)
+    if function is None:
+        return f"names no test function: the file has no {key}"
+    if match["params"] is not None:
+        arguments = function.args
+        if not (arguments.args or arguments.kwonlyargs):
+            return f"{key} takes no arguments, so it cannot be parametrized"
+    return None
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+def test_the_rows_file_is_read() -> None:
+    rows = rows_in_file()
+    assert {section for section, _, _ in rows} == set(PINNED), "sections differ from the index"
+    assert all(cell and expected for _, cell, expected in rows)
+    keys = [(section, cell) for section, cell, _ in rows]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    assert not duplicates, f"rows with the same input cell in one section: {duplicates}"
+
+
+def test_every_row_has_an_entry() -> None:
+    missing = [
+        row_name(section, cell)
+        for section, cell, _ in rows_in_file()
+        if cell not in PINNED.get(section, {})
+    ]
+    assert not missing, "rows of ADVERSARIAL.md that no test pins:\n" + "\n".join(missing)
+
+
+def test_every_entry_names_a_row_of_the_file() -> None:
+    in_file = {(section, cell) for section, cell, _ in rows_in_file()}
+    stale = [
+        row_name(section, cell)
+        for section, entries in PINNED.items()
+        for cell in entries
+        if (section, cell) not in in_file
+    ]
+    assert not stale, "index entries for rows not in ADVERSARIAL.md:\n" + "\n".join(stale)
+
+
+def test_every_node_id_resolves_to_a_test_function() -> None:
+    problems = []
+    for section, entries in PINNED.items():
+        for cell, node_ids in entries.items():
+            if not node_ids:
+                problems.append(f"{row_name(section, cell)}: no test named")
+            for node_id in node_ids:
+                reason = unresolved(node_id)
+                if reason is not None:
+                    problems.append(f"{row_name(section, cell)}: {node_id} {reason}")
+    assert not problems, "\n".join(problems)
+
+
+# -- the checks can fail -------------------------------------------------------------------------
+
+
+def test_the_parser_reads_sections_rows_and_escaped_pipes() -> None:
+    text = (
+        "# Title\n\n## One\n| input | expected |\n|---|---|\n| `a\\|b` | x |\n| c | y |\n\n"
+        "## Two\n| input | expected |\n|:--|--:|\n| d | z |\n"
+    )
+    assert table_rows(text) == [("One", "`a|b`", "x"), ("One", "c", "y"), ("Two", "d", "z")]
+    for bad in (
+        "## S\n| a | b |\n|---|---|\n| c | d |\n",
+        "## S\n| input | expected |\n|---|---|\n| c | d | e |\n",
+        "| input | expected |\n|---|---|\n| c | d |\n",
+    ):
+        try:
+            table_rows(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
+
+
+def test_unresolvable_node_ids_are_reported() -> None:
+    this = "tests/adversarial/test_every_row_is_pinned.py"
+    assert unresolved(f"{this}::test_every_row_has_an_entry") is None
+    assert unresolved(f"{CANARIES}::test_sweep[metadata]") is None
+    assert "no test function" in str(unresolved(f"{this}::test_no_such_test"))
+    assert "does not exist" in str(unresolved("tests/core/test_no_such_file.py::test_x"))
+    assert "cannot be parametrized" in str(unresolved(f"{this}::test_every_row_has_an_entry[x]"))
+    assert "is not of the form" in str(unresolved("test_every_row_has_an_entry"))
