@@ -39,6 +39,8 @@ CANARIES = "tests/test_privacy_canaries.py"
 REDACTION = "tests/test_redaction.py"
 AUDIT_STORE = "tests/test_audit_store.py"
 AUDIT_LOOP = "tests/test_audit_loop.py"
+ADV_CONTENT = "tests/adversarial/test_content.py"
+ADV_ARTIFACTS = "tests/adversarial/test_artifacts.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -55,6 +57,8 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{CONTENT}::test_non_str_content_is_an_invalid_result",
             f"{CONTENT}::test_str_subclass_content_is_read_through_str",
             f"{HOST}::test_returning_anything_but_a_tool_result_is_an_invalid_result",
+            f"{ADV_CONTENT}::test_content_that_is_not_a_str_is_an_invalid_result_error",
+            f"{ADV_CONTENT}::test_a_str_subclass_is_read_through_str_and_no_override_runs",
         ),
         "exactly 50,000 bytes / 50,001 bytes": (
             f"{CONTENT}::test_exactly_50000_bytes_passes_unchanged",
@@ -82,9 +86,12 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         "bytes, bytearray, memoryview, set, frozenset, datetime, UUID, Decimal, Enum, dataclass, "
         "arbitrary object": (
             f"{ARTIFACTS}::test_foreign_types_give_the_marker_without_running_their_methods",
+            f"{ADV_ARTIFACTS}::test_foreign_values_give_the_marker_and_none_of_their_methods_runs",
+            f"{ADV_ARTIFACTS}::test_the_probes_do_record",
         ),
         "an object whose `__class__` property claims to be `dict`": (
             f"{ARTIFACTS}::test_an_object_claiming_to_be_a_dict_gives_the_marker",
+            f"{ADV_ARTIFACTS}::test_an_object_claiming_a_json_type_gives_the_marker_and_its_property_never_runs",
         ),
         "dict/list/str/int subclasses overriding `items`, `keys`, `__iter__`, `__len__`, "
         "`__str__`, `__eq__`": (
@@ -110,11 +117,13 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "100,000-deep nested tuples or lists": (
             f"{ARTIFACTS}::test_100000_deep_tuples_never_reach_the_encoder",
+            f"{ADV_ARTIFACTS}::test_100000_deep_nesting_is_refused_at_the_depth_limit_without_walking_on",
         ),
         "a cycle": (f"{ARTIFACTS}::test_a_cycle_gives_the_marker",),
         "a dict with 10M keys, a list of 10M items, one 1 GiB string": (
             f"{ARTIFACTS}::test_huge_inputs_are_refused_before_being_copied",
             f"{ARTIFACTS}::test_a_one_gib_string_anywhere_is_refused_without_a_copy",
+            f"{ADV_ARTIFACTS}::test_a_dict_with_ten_million_keys_is_refused_without_reading_it",
         ),
         "encodes to exactly 50,000 / 50,001 bytes with the shared encoder": (
             f"{ARTIFACTS}::test_exactly_50000_encoded_bytes_is_kept_and_50001_refused",
@@ -126,10 +135,12 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "`artifacts` not a tuple of `Artifact` (a dict, a generator)": (
             f"{ARTIFACTS}::test_artifacts_not_a_tuple_of_artifacts_is_an_invalid_result",
+            f"{ADV_ARTIFACTS}::test_artifacts_that_are_not_a_tuple_of_artifacts_are_an_invalid_result_at_the_seam",
         ),
         "an empty artifact list": (f"{ARTIFACTS}::test_an_empty_artifact_list_stays_empty",),
         "the tool mutates its artifact data after returning": (
             f"{ARTIFACTS}::test_mutating_after_return_changes_nothing_the_host_returned",
+            f"{ADV_ARTIFACTS}::test_mutating_artifact_data_after_return_changes_nothing_streamed_or_stored",
         ),
         "a marker's text": (
             f"{ARTIFACTS}::test_marker_text_never_holds_plugin_bytes",
