@@ -239,6 +239,71 @@ def test_the_probes_do_record() -> None:
     } <= set(CALLED)
 
 
+# -- subclasses of JSON types: the real data through the base type, and no override runs -------
+
+
+@probed
+class ProbedDict(dict):  # type: ignore[type-arg]
+    pass
+
+
+@probed
+class ProbedList(list):  # type: ignore[type-arg]
+    pass
+
+
+@probed
+class ProbedTuple(tuple):  # type: ignore[type-arg]
+    pass
+
+
+@probed
+class ProbedStr(str):
+    pass
+
+
+@probed
+class ProbedInt(int):
+    pass
+
+
+@probed
+class ProbedFloat(float):
+    pass
+
+
+def test_json_subclasses_give_their_real_data_and_no_override_runs() -> None:
+    # The probes return made-up data, so an override whose result was used would show in the
+    # output, and one whose result was thrown away shows in the record.
+    data = ProbedDict(
+        {
+            ProbedStr("key"): ProbedList([ProbedStr("s"), ProbedInt(7), ProbedFloat(2.5)]),
+            "rows": ProbedList([ProbedList([ProbedStr("a"), ProbedStr("b")])]),
+            "pair": ProbedTuple((ProbedInt(1), ProbedTuple((ProbedStr("x"),)))),
+            "nested": ProbedDict({"k": ProbedDict()}),
+        }
+    )
+    result = ToolResult.text("ok", Artifact(ArtifactType.TEXT, ProbedStr("label"), data))
+    CALLED.clear()
+    out = invoke_returning(result)
+    assert CALLED == []
+    assert artifacts_of(out) == [
+        {
+            "type": "text",
+            "label": "label",
+            "data": {
+                "key": ["s", 7, 2.5],
+                "rows": [["a", "b"]],
+                "pair": [1, ["x"]],
+                "nested": {"k": {}},
+            },
+        }
+    ]
+    copy = out.artifacts[0].data
+    assert [type(v) for v in copy["key"]] == [str, int, float]
+    assert type(copy) is dict and type(copy["pair"]) is list and type(copy["rows"][0]) is list
+
+
 # -- an object claiming to be a dict ------------------------------------------------------------
 
 

@@ -100,6 +100,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{ARTIFACTS}::test_str_int_float_subclasses_are_read_through_their_base",
             f"{ARTIFACTS}::test_str_subclass_keys_and_labels_are_read_through_str",
             f"{ARTIFACTS}::test_str_subclass_key_colliding_with_a_plain_key_gives_the_marker",
+            f"{ADV_ARTIFACTS}::test_json_subclasses_give_their_real_data_and_no_override_runs",
         ),
         "tuples, namedtuples": (f"{ARTIFACTS}::test_tuples_and_namedtuples_become_lists",),
         "non-str keys (`1`, `None`, `True`, tuples)": (
