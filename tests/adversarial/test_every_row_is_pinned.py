@@ -41,6 +41,7 @@ AUDIT_STORE = "tests/test_audit_store.py"
 AUDIT_LOOP = "tests/test_audit_loop.py"
 ADV_CONTENT = "tests/adversarial/test_content.py"
 ADV_ARTIFACTS = "tests/adversarial/test_artifacts.py"
+ADV_LOADING = "tests/adversarial/test_errors_and_loading.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -173,6 +174,8 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
             f"{ENTRY_POINTS}::test_strict_mode_raises_on_the_first_problem_in_sorted_order",
             f"{PIP_INSTALL}::test_two_installed_distributions_claiming_one_name_are_both_refused",
+            f"{ADV_LOADING}::test_strict_mode_raises_on_a_name_two_distributions_claim",
+            f"{ADV_LOADING}::test_flagged_entry_points_are_refused_at_load_and_change_no_result",
         ),
         "a tool plugin declaring `wrapper=True`, `hookwrapper=True`, `tryfirst`, `trylast`, a "
         "misspelled hook": (
@@ -180,6 +183,8 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{HOST}::test_a_misspelled_hook_is_refused",
             f"{HOST}::test_a_plugin_registered_behind_the_hosts_back_changes_nothing",
             f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+            f"{ADV_LOADING}::test_a_refused_plugin_never_runs_and_never_changes_another_tools_result",
+            f"{ADV_LOADING}::test_flagged_entry_points_are_refused_at_load_and_change_no_result",
         ),
         "a plugin registering further plugins while being imported": (
             f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
