@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from nr_llm_core import ToolHost, ToolResult, ToolSpec, hookimpl
@@ -36,3 +37,11 @@ def invoke_returning(value: object) -> ToolResult:
 
 def invalid_result(name: str = "returns") -> str:
     return f'Error: tool "{name}" returned an invalid result.'
+
+
+#: Terminal controls of every kind: ANSI, bidi override, NUL, C1 (with the 8-bit CSI), zero-width.
+HOSTILE = "ansi\x1b[2J rlo\u202e nul\x00 c1\x85\x9b zw\u200b bell\x07"
+#: :data:`HOSTILE` as the CLI must show it.
+SHOWN = r"ansi\x1b[2J rlo\u202e nul\x00 c1\x85\x9b zw\u200b bell\x07"
+#: Any raw control, C1, bidi or zero-width character reaching the terminal is a failure.
+RAW_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")

@@ -42,6 +42,7 @@ AUDIT_LOOP = "tests/test_audit_loop.py"
 ADV_CONTENT = "tests/adversarial/test_content.py"
 ADV_ARTIFACTS = "tests/adversarial/test_artifacts.py"
 ADV_LOADING = "tests/adversarial/test_errors_and_loading.py"
+ADV_STORAGE = "tests/adversarial/test_rendering_and_storage.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -203,6 +204,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{CLI_RUNS}::test_list_escapes_stored_strings",
             f"{CLI_RUN}::test_run_on_the_openai_wire_escapes_model_bytes",
             f"{PIP_INSTALL}::test_cli_escapes_control_characters_from_tool_output",
+            f"{ADV_STORAGE}::test_tools_run_shows_hostile_artifact_characters_visibly",
         ),
         "a canary in artifacts, labels, column names, exception text": (
             f"{OPENAI}::test_a_tool_round_on_the_wire",
@@ -221,6 +223,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{REDACTION}::test_card_numbers_as_integers_are_masked",
             f"{REDACTION}::test_benign_text_is_kept",
             f"{CANARIES}::test_sweep[redacted]",
+            f"{ADV_STORAGE}::test_redacted_masks_every_secret_shape_wherever_it_rides",
         ),
         "the redactor raising or meeting a pathological input": (
             f"{PRIVACY}::test_redactor_failure_falls_back_to_metadata_never_full",
@@ -234,6 +237,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{PRIVACY}::test_invalid_argument_means_metadata",
             f"{AUDIT_STORE}::test_privacy_defaults_to_environment_then_metadata",
             f"{HTTP}::test_unknown_privacy_level_is_metadata",
+            f"{ADV_STORAGE}::test_an_unset_or_invalid_privacy_level_stores_metadata",
         ),
     },
 }
