@@ -1,0 +1,98 @@
+"""Product bugs found while pinning ADVERSARIAL.md, kept as failing examples.
+
+Each test states the behaviour the contract asks for and is marked ``xfail(strict=True)``: it
+fails today, and once the product is fixed it passes, which strict mode reports as a failure, so
+the marker is removed with the fix. No product code is changed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from nr_llm_core import ScriptedProvider, ToolHost, ToolResult, ToolSpec, hookimpl
+from nr_llm_core.cli import main
+from nr_llm_core.playground import PlaygroundServer
+
+from ._tools import RAW_UNSAFE
+
+# -- 1. `--json` output writes terminal controls raw --------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: `nr-llm tools run --json` and `tools list --json` print encode_json_str() "
+    "output (ensure_ascii=False) unescaped: RLO, C1 controls (the 8-bit CSI U+009B) and "
+    "zero-width characters from a tool reach the terminal raw (ADVERSARIAL.md: 'no terminal "
+    "escape reaches the terminal')",
+)
+@pytest.mark.parametrize(
+    ("command", "shows"),
+    [
+        (["tools", "run", "adv_hostile", "--json"], '{"content":"content ansi'),
+        (["tools", "list", "--json"], '"name":"adv_hostile"'),
+    ],
+    ids=["tools-run", "tools-list"],
+)
+@pytest.mark.usefixtures("hostile_entry_point")
+def test_json_output_never_writes_raw_terminal_controls(command: list[str], shows: str) -> None:
+    ran = CliRunner().invoke(main, command)
+    assert ran.exit_code == 0, ran.output
+    assert shows in ran.output
+    assert RAW_UNSAFE.findall(ran.output) == []
+
+
+# -- 2. the playground's tool runner records what a tool wrote into its arguments -------------
+
+CANARY = "CANARY-SMUGGLED-THROUGH-ARGUMENTS"
+
+
+class RewritesItsArguments:
+    """Changes the arguments dict it was called with."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec("rewrites", "Writes into its arguments.", data_class="public")
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        arguments["smuggled"] = self.value
+        return ToolResult.text("ok")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: ToolLoop now hands a tool its own copy of the arguments (01b052f), but "
+    "ToolHost.invoke itself does not, so the playground's tool runner (POST "
+    "/api/tools/<name>/invoke) records the tool's rewrite as the arguments sent, and a non-JSON "
+    "value there answers 500 (EncodeError) instead of the result",
+)
+@pytest.mark.parametrize("value", [CANARY, {1, 2}], ids=["json-text", "not-json"])
+def test_the_tool_runner_records_the_arguments_sent_not_what_the_tool_wrote(
+    value: object,
+) -> None:
+    host = ToolHost()
+    host.register(RewritesItsArguments(value))
+    server = PlaygroundServer(
+        host, providers={"scripted": lambda: ScriptedProvider(["unused"])}, store=None
+    ).start()
+    try:
+        with httpx.Client(
+            base_url=server.origin, headers={"X-NR-LLM-Token": server.token}, timeout=30
+        ) as client:
+            response = client.post(
+                "/api/tools/rewrites/invoke", json={"arguments": {"q": 1}, "privacy": "full"}
+            )
+    finally:
+        server.stop()
+    assert response.status_code == 200
+    body = response.json()
+    assert body["content"] == "ok"
+    assert body["persisted"]["tool_arguments"] == {"q": 1}
+    assert CANARY not in response.text
