@@ -198,6 +198,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{STATIC}::test_the_page_has_no_inline_script_or_style",
             f"{HTTP}::test_security_headers_on_every_response",
         ),
+        # Not yet for `--json` output: see test_findings.py (a strict xfail until fixed).
         "RLO U+202E, zero-width, C1, ANSI escapes, NUL": (
             f"{BROWSER}::test_a_table_renders_exactly_the_cells_given",
             f"{CLI_RUNS}::test_show_prints_steps_exactly_as_stored_and_visibly",
