@@ -13,10 +13,26 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-__all__ = ["EncodeError", "decode_json", "encode_json", "encode_json_str"]
+__all__ = [
+    "EncodeError",
+    "decode_json",
+    "encode_json",
+    "encode_json_ascii",
+    "encode_json_str",
+    "json_copy",
+]
 
 _ENCODER: Final = json.JSONEncoder(
     ensure_ascii=False,
+    allow_nan=False,
+    check_circular=True,
+    separators=(",", ":"),
+)
+
+
+# For a terminal: the same JSON with every character outside printable ASCII escaped.
+_ASCII_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=True,
     allow_nan=False,
     check_circular=True,
     separators=(",", ":"),
@@ -43,6 +59,18 @@ def encode_json(value: Any) -> bytes:
         raise EncodeError("not encodable as JSON: lone surrogate in a string") from None
 
 
+def encode_json_ascii(value: Any) -> str:
+    """Encode ``value`` as compact JSON text of printable ASCII only, for a terminal: every other
+    character (controls, DEL, C1, bidi overrides, zero-width …) is a ``\\uXXXX`` escape, so
+    tool text shows as data and never acts on the terminal. The same JSON value as
+    :func:`encode_json_str`."""
+    try:
+        text = _ASCII_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EncodeError(f"not encodable as JSON: {type(exc).__name__}") from None
+    return text.replace("\x7f", "\\u007f")  # the one ASCII control the encoder leaves
+
+
 def decode_json(data: str | bytes) -> Any:
     """Decode JSON text, refusing ``NaN``/``Infinity`` tokens the encoder would never write."""
     return json.loads(data, parse_constant=_refuse_constant)
@@ -50,3 +78,15 @@ def decode_json(data: str | bytes) -> Any:
 
 def _refuse_constant(token: str) -> Any:
     raise ValueError(f"invalid JSON constant {token}")
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of plain JSON ``value``, through the encoder and back: what a caller hands
+    a tool so that a tool changing its arguments cannot change the caller's record of them.
+    Raises :class:`EncodeError` if ``value`` is not plain JSON (a set, NaN, an integer past
+    the decoder's digit limit …)."""
+    text = encode_json_str(value)
+    try:
+        return decode_json(text)
+    except ValueError:
+        raise EncodeError("not decodable as JSON: ValueError") from None

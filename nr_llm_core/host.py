@@ -409,6 +409,11 @@ class ToolHost:
         (``execute`` is not called), ``execute`` raising (logged here with its traceback; the
         model gets a generic text), a return value that is not a ``ToolResult``; each is an
         error result. Otherwise both channels are bounded. Never raises for a tool's fault.
+
+        The tool receives ``arguments`` itself, and may change it. A caller that keeps the
+        arguments (to record them, or to send them back to a model) passes a copy, as
+        :class:`~nr_llm_core.ToolLoop` and the playground do with
+        :func:`nr_llm_core.encoding.json_copy`.
         """
         tool = self._table.get(name) if type(name) is str else None
         if tool is None:

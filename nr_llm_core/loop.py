@@ -20,7 +20,7 @@ import attrs
 
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
-from nr_llm_core.encoding import EncodeError, decode_json, encode_json_str
+from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
@@ -450,7 +450,7 @@ def _own_copy(arguments: dict[str, Any]) -> dict[str, Any] | None:
     arguments then changes neither the conversation sent back to the model nor the record of
     what the model asked. ``None`` if they are not plain JSON (a script's set, NaN …)."""
     try:
-        copied = decode_json(encode_json_str(arguments))
-    except (EncodeError, ValueError):  # ValueError: an integer past the decoder's digit limit
+        copied = json_copy(arguments)
+    except EncodeError:
         return None
     return copied if type(copied) is dict else None

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from nr_llm_core.cli._output import echo_visible, render_table, visible
-from nr_llm_core.encoding import encode_json_str
+from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.host import ToolHost
 from nr_llm_core.results import ArtifactType, ToolResult
 
@@ -55,7 +55,7 @@ def list_tools(ctx: click.Context, as_json: bool) -> None:
         for spec in host.specs()
     ]
     if as_json:
-        click.echo(encode_json_str(rows))
+        click.echo(encode_json_ascii(rows))
         return
     if not rows:
         click.echo("No tools are installed.")
@@ -121,7 +121,7 @@ def run_tool(
     with _host(ctx) as host:
         result = host.invoke(name, arguments, timeout=timeout)
     if as_json:
-        click.echo(encode_json_str(result_to_dict(result)))
+        click.echo(encode_json_ascii(result_to_dict(result)))
     else:
         print_result(result)
     if result.is_error:

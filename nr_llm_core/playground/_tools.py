@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
+from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.host import ToolHost
 from nr_llm_core.playground._store import persisted_record
 from nr_llm_core.results import ToolSpec
@@ -86,8 +87,12 @@ def invoke_tool(
     """Run one call through :meth:`ToolHost.invoke` (enabled tools only) and return the
     content the model would receive, the artifacts, and the step as the audit store would
     keep it at ``level``."""
+    try:
+        given = json_copy(arguments)  # the tool's own: what it writes there is not recorded
+    except EncodeError:  # not from a JSON body; invoke() answers it as invalid arguments
+        given = None
     started = time.perf_counter()
-    result = host.invoke(name, arguments, timeout=timeout)
+    result = host.invoke(name, given, timeout=timeout)
     elapsed = (time.perf_counter() - started) * 1000
     invocation = ToolInvocation(name=name, arguments=arguments, result=result, call_id=None)
     step = RunStep.tool(round=0, duration_ms=elapsed, invocation=invocation).to_dict()

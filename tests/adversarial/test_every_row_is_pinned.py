@@ -43,6 +43,7 @@ ADV_CONTENT = "tests/adversarial/test_content.py"
 ADV_ARTIFACTS = "tests/adversarial/test_artifacts.py"
 ADV_LOADING = "tests/adversarial/test_errors_and_loading.py"
 ADV_STORAGE = "tests/adversarial/test_rendering_and_storage.py"
+ADV_FINDINGS = "tests/adversarial/test_findings.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -198,7 +199,6 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{STATIC}::test_the_page_has_no_inline_script_or_style",
             f"{HTTP}::test_security_headers_on_every_response",
         ),
-        # Not yet for `--json` output: see test_findings.py (a strict xfail until fixed).
         "RLO U+202E, zero-width, C1, ANSI escapes, NUL": (
             f"{BROWSER}::test_a_table_renders_exactly_the_cells_given",
             f"{CLI_RUNS}::test_show_prints_steps_exactly_as_stored_and_visibly",
@@ -206,6 +206,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{CLI_RUN}::test_run_on_the_openai_wire_escapes_model_bytes",
             f"{PIP_INSTALL}::test_cli_escapes_control_characters_from_tool_output",
             f"{ADV_STORAGE}::test_tools_run_shows_hostile_artifact_characters_visibly",
+            f"{ADV_FINDINGS}::test_json_output_never_writes_raw_terminal_controls",
         ),
         "a canary in artifacts, labels, column names, exception text": (
             f"{OPENAI}::test_a_tool_round_on_the_wire",

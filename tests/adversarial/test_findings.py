@@ -1,8 +1,11 @@
-"""Product bugs found while pinning ADVERSARIAL.md, kept as failing examples.
+"""Product bugs found while pinning ADVERSARIAL.md, now fixed: each test states the behaviour
+the contract asks for and failed before its fix.
 
-Each test states the behaviour the contract asks for and is marked ``xfail(strict=True)``: it
-fails today, and once the product is fixed it passes, which strict mode reports as a failure, so
-the marker is removed with the fix. No product code is changed here.
+1. ``--json`` output wrote tool text raw (terminal controls reached the terminal): it is now
+   printable ASCII only (``encode_json_ascii``).
+2. The playground's tool runner handed the tool the request's own arguments dict, so it
+   recorded what the tool wrote there as what was sent: it now passes a copy (``json_copy``),
+   as ``ToolLoop`` does.
 """
 
 from __future__ import annotations
@@ -19,16 +22,9 @@ from nr_llm_core.playground import PlaygroundServer
 
 from ._tools import RAW_UNSAFE
 
-# -- 1. `--json` output writes terminal controls raw --------------------------------------------
+# -- 1. `--json` output never writes terminal controls raw ------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: `nr-llm tools run --json` and `tools list --json` print encode_json_str() "
-    "output (ensure_ascii=False) unescaped: RLO, C1 controls (the 8-bit CSI U+009B) and "
-    "zero-width characters from a tool reach the terminal raw (ADVERSARIAL.md: 'no terminal "
-    "escape reaches the terminal')",
-)
 @pytest.mark.parametrize(
     ("command", "shows"),
     [
@@ -45,7 +41,7 @@ def test_json_output_never_writes_raw_terminal_controls(command: list[str], show
     assert RAW_UNSAFE.findall(ran.output) == []
 
 
-# -- 2. the playground's tool runner records what a tool wrote into its arguments -------------
+# -- 2. the playground's tool runner records the arguments sent, not what the tool wrote ----
 
 CANARY = "CANARY-SMUGGLED-THROUGH-ARGUMENTS"
 
@@ -66,13 +62,6 @@ class RewritesItsArguments:
         return ToolResult.text("ok")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: ToolLoop now hands a tool its own copy of the arguments (01b052f), but "
-    "ToolHost.invoke itself does not, so the playground's tool runner (POST "
-    "/api/tools/<name>/invoke) records the tool's rewrite as the arguments sent, and a non-JSON "
-    "value there answers 500 (EncodeError) instead of the result",
-)
 @pytest.mark.parametrize("value", [CANARY, {1, 2}], ids=["json-text", "not-json"])
 def test_the_tool_runner_records_the_arguments_sent_not_what_the_tool_wrote(
     value: object,
