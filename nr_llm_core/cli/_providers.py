@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from nr_llm_core.encoding import decode_json
 from nr_llm_core.providers import (
@@ -17,8 +18,12 @@ from nr_llm_core.providers import (
     ScriptedProvider,
     TrustZone,
 )
+from nr_llm_core.providers._http import check_proxy_url
 
-__all__ = ["make_provider", "provider_options"]
+__all__ = ["PROXY_ENV_VAR", "make_provider", "provider_options", "proxy_option"]
+
+#: nr-llm's own proxy variable: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and ~/.netrc are never read.
+PROXY_ENV_VAR: Final = "NR_LLM_PROXY"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,9 +68,12 @@ def make_provider(
     base_url: str | None = None,
     trust_zone: str | None = None,
     script: str | None = None,
+    proxy: str | None = None,
 ) -> Provider:
     """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
-    turns) when ``name`` is ``None``."""
+    turns) when ``name`` is ``None``. ``proxy`` is for the HTTP providers (the scripted one
+    sends nothing); ``None`` or ``""``: no proxy."""
+    proxy = proxy or None
     if name in (None, "scripted"):
         turns = DEMO_TURNS if script is None else _read_script(script)
         return ScriptedProvider(turns, trust_zone=trust_zone or TrustZone.LOCAL)
@@ -75,15 +83,43 @@ def make_provider(
     chosen = model or _DEFAULT_MODELS[name]
     if name == "openai":
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAIChatProvider(url, chosen, trust_zone=zone)
+        return OpenAIChatProvider(url, chosen, trust_zone=zone, proxy=proxy)
     if name == "anthropic":
         url = base_url or "https://api.anthropic.com"
-        return AnthropicProvider(chosen, base_url=url, trust_zone=zone)
+        return AnthropicProvider(chosen, base_url=url, trust_zone=zone, proxy=proxy)
     raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
 
 
+def _checked_proxy(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if not value:
+        return None  # unset, or "" to turn NR_LLM_PROXY off for one command
+    try:
+        return check_proxy_url(value)
+    except ValueError as exc:
+        # The message never holds the URL; the hint says where the value came from.
+        from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
+        raise click.BadParameter(
+            str(exc), ctx=ctx, param=param, param_hint=PROXY_ENV_VAR if from_env else "'--proxy'"
+        ) from None
+
+
+def proxy_option(func: F) -> F:
+    """``--proxy URL``, default ``$NR_LLM_PROXY``, checked before the command runs."""
+    option = click.option(
+        "--proxy",
+        metavar="URL",
+        envvar=PROXY_ENV_VAR,
+        show_envvar=True,
+        default=None,
+        callback=_checked_proxy,
+        help="Send the HTTP providers' requests through this http:// or https:// proxy "
+        "(user:password@ allowed; '' for none). HTTP_PROXY and HTTPS_PROXY are ignored.",
+    )
+    return option(func)
+
+
 def provider_options(func: F) -> F:
-    """``--provider``, ``--model``, ``--base-url``, ``--trust-zone``, ``--script``."""
+    """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--trust-zone``, ``--script``."""
     for option in reversed(
         [
             click.option(
@@ -96,6 +132,7 @@ def provider_options(func: F) -> F:
             click.option(
                 "--base-url", default=None, help="API root, e.g. http://localhost:11434/v1."
             ),
+            proxy_option,
             click.option(
                 "--trust-zone",
                 type=click.Choice([z.value for z in TrustZone]),

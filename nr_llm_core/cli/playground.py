@@ -9,22 +9,26 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._providers import make_provider
+from nr_llm_core.cli._providers import make_provider, proxy_option
 
 __all__ = ["playground"]
 
 
 def _providers(
-    openai_base_url: str | None, openai_model: str | None, anthropic_model: str | None
+    openai_base_url: str | None,
+    openai_model: str | None,
+    anthropic_model: str | None,
+    proxy: str | None = None,
 ) -> dict[str, Any]:
-    """Scripted always; OpenAI-compatible or Anthropic when configured (flag or env key)."""
+    """Scripted always; OpenAI-compatible or Anthropic when configured (flag or env key), both
+    through ``proxy`` when there is one."""
     out: dict[str, Any] = {"scripted": lambda: make_provider("scripted")}
     if openai_base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         out["openai"] = lambda: make_provider(
-            "openai", model=openai_model, base_url=openai_base_url
+            "openai", model=openai_model, base_url=openai_base_url, proxy=proxy
         )
     if os.environ.get("ANTHROPIC_API_KEY"):
-        out["anthropic"] = lambda: make_provider("anthropic", model=anthropic_model)
+        out["anthropic"] = lambda: make_provider("anthropic", model=anthropic_model, proxy=proxy)
     return out
 
 
@@ -41,6 +45,7 @@ def _providers(
 @click.option("--openai-base-url", default=None, help="Offer an OpenAI-compatible provider.")
 @click.option("--openai-model", default=None, help="Model for the OpenAI-compatible provider.")
 @click.option("--anthropic-model", default=None, help="Model for Anthropic (ANTHROPIC_API_KEY).")
+@proxy_option
 @click.option("--tool-timeout", type=click.FloatRange(0.1), default=30.0, show_default=True)
 def playground(
     bind: str,
@@ -50,6 +55,7 @@ def playground(
     openai_base_url: str | None,
     openai_model: str | None,
     anthropic_model: str | None,
+    proxy: str | None,
     tool_timeout: float,
 ) -> None:
     """Serve the local web inspector: run tools and agent runs, and read the audit store."""
@@ -73,7 +79,7 @@ def playground(
     click.echo("loading tools and the audit store …", err=True)
     server = PlaygroundServer(
         ToolHost.discover(),
-        providers=_providers(openai_base_url, openai_model, anthropic_model),
+        providers=_providers(openai_base_url, openai_model, anthropic_model, proxy),
         store=open_store(db),
         bind=bind,
         port=port,

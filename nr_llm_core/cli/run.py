@@ -118,6 +118,7 @@ def run(
     provider: str | None,
     model: str | None,
     base_url: str | None,
+    proxy: str | None,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -133,7 +134,12 @@ def run(
     approval is continued with ``nr-llm runs approve|deny RUN_ID``.
     """
     chosen = make_provider(
-        provider, model=model, base_url=base_url, trust_zone=trust_zone, script=script
+        provider,
+        model=model,
+        base_url=base_url,
+        trust_zone=trust_zone,
+        script=script,
+        proxy=proxy,
     )
     allowed: Any = None
     if tools is not None:

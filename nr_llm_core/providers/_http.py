@@ -3,6 +3,11 @@
 httpx is imported here, on first use, so that ``import nr_llm_core`` stays free of it. The
 response body is read in chunks up to :data:`MAX_RESPONSE_BYTES`; anything larger is refused
 without reading the rest. Error messages are host words: no key, no URL, no response body.
+
+The client never reads its environment (``trust_env=False``): ``HTTP_PROXY``, ``HTTPS_PROXY``,
+``ALL_PROXY`` and ``~/.netrc`` are ignored, so a variable or file that something else set cannot
+send the key to a proxy or replace it. A proxy is used only when the caller names one
+(``proxy=``), checked by :func:`check_proxy_url` before any request.
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ import email.utils
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Self
+from urllib.parse import SplitResult, urlsplit
 
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
@@ -28,7 +35,7 @@ from nr_llm_core.providers._parse import error_code
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "HttpProviderBase", "JsonPoster"]
+__all__ = ["MAX_RESPONSE_BYTES", "HttpProviderBase", "JsonPoster", "check_proxy_url", "shown_proxy"]
 
 logger = logging.getLogger("nr_llm.providers")
 
@@ -62,9 +69,76 @@ def _encode_request(payload: Any) -> bytes:
         raise ProviderRequestError("the request could not be encoded as JSON") from None
 
 
+#: The proxy schemes httpx serves without extra packages (SOCKS needs ``socksio``).
+PROXY_SCHEMES: Final = ("http", "https")
+_PROXY_FORM: Final = "scheme://[user:password@]host[:port]"
+# A DNS name or IPv4 address, or a bracketed IPv6 address (httpx itself accepts far more).
+_PROXY_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
+
+
+def _split_proxy(url: object) -> SplitResult:
+    # No message quotes the URL or any part of it: it may hold credentials, and without a
+    # scheme "user:secret@host" would even parse as scheme "user".
+    if not isinstance(url, str):
+        raise TypeError("the proxy URL must be a string")
+    if not url:
+        raise ValueError("the proxy URL is empty (pass None for no proxy)")
+    if not url.isascii() or not url.isprintable() or " " in url:
+        raise ValueError(
+            "the proxy URL must be printable ASCII without spaces "
+            "(percent-encode special characters in the credentials)"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ValueError(f"the proxy URL is not a URL of the form {_PROXY_FORM}") from None
+    if parts.scheme in ("socks4", "socks4a", "socks5", "socks5h"):
+        raise ValueError(
+            "SOCKS proxies are not supported (httpx needs the optional socksio package for "
+            "them): use an http:// or https:// proxy"
+        )
+    if parts.scheme not in PROXY_SCHEMES or not parts.netloc:
+        raise ValueError("the proxy URL must start with http:// or https://")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or url[-1] in "?#":
+        raise ValueError(
+            f"the proxy URL must be {_PROXY_FORM}, without a path, query or fragment "
+            "(percent-encode '/', '?' and '#' in the credentials)"
+        )
+    host_port = parts.netloc.rpartition("@")[2]
+    if host_port.startswith("["):
+        end = host_port.find("]") + 1
+        host, rest = host_port[:end], host_port[end:]
+    else:
+        host, colon, port = host_port.partition(":")
+        rest = colon + port
+    colon, port = rest[:1], rest[1:]
+    if not _PROXY_HOST.fullmatch(host) or colon not in ("", ":"):
+        raise ValueError("the proxy URL must name a host (a DNS name, or an IP address)")
+    if colon and not (port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+        raise ValueError("the proxy URL's port must be a number from 1 to 65535")
+    return parts
+
+
+def check_proxy_url(url: str) -> str:
+    """``url`` unchanged when it names a proxy the providers can use: ``http://`` or
+    ``https://``, a host, an optional port, optional ``user:password@`` credentials (which
+    httpx sends to the proxy as ``Proxy-Authorization``), and nothing else. Otherwise a
+    ``ValueError`` whose message never contains the URL or any part of it."""
+    _split_proxy(url)
+    return url
+
+
+def shown_proxy(url: str) -> str:
+    """``url`` as it may be shown: credentials replaced by ``***``."""
+    parts = _split_proxy(url)
+    credentials = "***@" if "@" in parts.netloc else ""
+    return f"{parts.scheme}://{credentials}{parts.netloc.rpartition('@')[2]}"
+
+
 class JsonPoster:
     """POSTs JSON to one endpoint and returns the decoded JSON object, or raises a
-    :class:`ProviderError` subclass. ``what`` names the provider in messages."""
+    :class:`ProviderError` subclass. ``what`` names the provider in messages; ``proxy`` (checked
+    by :func:`check_proxy_url`) is the only proxy ever used."""
 
     def __init__(
         self,
@@ -75,9 +149,12 @@ class JsonPoster:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_retry_after: float = 30.0,
+        proxy: str | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
+        # Private, like the key: only shown_proxy() is ever displayed.
+        self._proxy = None if proxy is None else check_proxy_url(proxy)
         self.what = what
         self.timeout = timeout
         self.max_retries = max_retries
@@ -91,8 +168,20 @@ class JsonPoster:
             import httpx
 
             # trust_env=False: a proxy or netrc from the environment must not see the key.
-            self._client = httpx.Client(timeout=self.timeout, trust_env=False)
+            # The only proxy is the one the caller named.
+            try:
+                self._client = httpx.Client(
+                    timeout=self.timeout, trust_env=False, proxy=self._proxy
+                )
+            except (ValueError, TypeError, httpx.InvalidURL):
+                # check_proxy_url() accepts only what httpx takes; never quote the URL.
+                raise ProviderRequestError("the proxy URL could not be used") from None
         return self._client
+
+    @property
+    def proxy_shown(self) -> str | None:
+        """The proxy without its credentials, or ``None``."""
+        return None if self._proxy is None else shown_proxy(self._proxy)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -117,7 +206,8 @@ class JsonPoster:
                 problem = f"{self.what} did not answer in time"
                 wait = None
             except httpx.TransportError as exc:
-                problem = f"could not reach {self.what} ({type(exc).__name__})"
+                via = " through the proxy" if self._proxy is not None else ""
+                problem = f"could not reach {self.what}{via} ({type(exc).__name__})"
                 wait = None
             except _TooLarge:
                 raise ProviderResponseError(
@@ -191,6 +281,13 @@ class JsonPoster:
             return ProviderAuthError(
                 f"{self.what} refused the credentials: HTTP {status}{detail}", status=status
             )
+        if status == 407:
+            # From the proxy, not the provider: its credentials are missing or wrong.
+            return ProviderRequestError(
+                f"the proxy refused the request to {self.what}: HTTP 407 (proxy "
+                "authentication required)",
+                status=status,
+            )
         return ProviderRequestError(
             f"{self.what} refused the request: HTTP {status}{detail}", status=status
         )
@@ -226,15 +323,43 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class HttpProviderBase:
-    """What the HTTP providers share: a key that never shows, a pool to close, ``with``."""
+    """What the HTTP providers share: a key and proxy credentials that never show, the one
+    way to build the poster, a pool to close, ``with``."""
 
+    base_url: str
     model: str
     _api_key: str | None
     _poster: JsonPoster
 
+    def _connect(
+        self,
+        what: str,
+        *,
+        timeout: float,
+        max_retries: int,
+        max_retry_after: float,
+        proxy: str | None,
+    ) -> None:
+        self._poster = JsonPoster(
+            what=what,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+            proxy=proxy,
+        )
+        if proxy is not None and urlsplit(self.base_url).scheme.lower() != "https":
+            # Through a proxy, plain HTTP is readable by the proxy: the conversation and the key.
+            logger.warning(
+                "%s: the base URL is not https, so the proxy can read every request, "
+                "API key included",
+                what,
+            )
+
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
-        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>)"
+        shown = self._poster.proxy_shown
+        proxy = "" if shown is None else f", proxy={shown!r}"
+        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>{proxy})"
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

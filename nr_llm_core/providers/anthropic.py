@@ -8,7 +8,7 @@ from typing import Any, Final, final
 
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import HttpProviderBase, JsonPoster
+from nr_llm_core.providers._http import HttpProviderBase
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
@@ -79,7 +79,7 @@ class AnthropicProvider(HttpProviderBase):
     """A provider on the Anthropic Messages API over httpx.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
-    ``max_tokens`` bounds each answer. Retries, timeouts and errors behave as for
+    ``max_tokens`` bounds each answer. Retries, timeouts, errors and ``proxy`` behave as for
     :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is ``external``.
     """
 
@@ -94,17 +94,19 @@ class AnthropicProvider(HttpProviderBase):
         max_retries: int = 2,
         max_retry_after: float = 30.0,
         trust_zone: TrustZone | str = TrustZone.EXTERNAL,
+        proxy: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_tokens = max_tokens
         self._api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         self.trust_zone = TrustZone(trust_zone)
-        self._poster = JsonPoster(
-            what="the Anthropic provider",
+        self._connect(
+            "the Anthropic provider",
             timeout=timeout,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
+            proxy=proxy,
         )
 
     def request_body(

@@ -9,7 +9,7 @@ from typing import Any, Final, final
 from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import HttpProviderBase, JsonPoster
+from nr_llm_core.providers._http import HttpProviderBase
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import Completion, TrustZone, Usage
 from nr_llm_core.results import ToolSpec
@@ -70,8 +70,12 @@ class OpenAIChatProvider(HttpProviderBase):
     retried ``max_retries`` times with backoff, honouring ``Retry-After`` up to
     ``max_retry_after`` seconds. ``trust_zone`` defaults to ``external``: say ``local`` or
     ``private-hosted`` for a server you run. ``extra_body`` adds request fields (such as
-    ``temperature``); it may not set ``model``, ``messages`` or ``tools``. Usable as a context
-    manager (closes the connection pool).
+    ``temperature``); it may not set ``model``, ``messages`` or ``tools``. ``proxy``
+    (``http://`` or ``https://``, optionally with ``user:password@``) sends every request
+    through that proxy; without it there is none: ``HTTP_PROXY``, ``HTTPS_PROXY`` and
+    ``~/.netrc`` are never read. A malformed proxy URL is a ``ValueError`` here, and its
+    credentials never show in ``repr()``, logs or errors. Usable as a context manager (closes
+    the connection pool).
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class OpenAIChatProvider(HttpProviderBase):
         max_retry_after: float = 30.0,
         trust_zone: TrustZone | str = TrustZone.EXTERNAL,
         extra_body: dict[str, Any] | None = None,
+        proxy: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -95,11 +100,12 @@ class OpenAIChatProvider(HttpProviderBase):
         if reserved:
             # The offer and the conversation come only from the loop's own checked values.
             raise ValueError(f"extra_body may not set {', '.join(sorted(reserved))}")
-        self._poster = JsonPoster(
-            what="the OpenAI-compatible provider",
+        self._connect(
+            "the OpenAI-compatible provider",
             timeout=timeout,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
+            proxy=proxy,
         )
 
     def request_body(
