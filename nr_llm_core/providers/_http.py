@@ -8,6 +8,12 @@ The client never reads its environment (``trust_env=False``): ``HTTP_PROXY``, ``
 ``ALL_PROXY`` and ``~/.netrc`` are ignored, so a variable or file that something else set cannot
 send the key to a proxy or replace it. A proxy is used only when the caller names one
 (``proxy=``), checked by :func:`check_proxy_url` before any request.
+
+For the same reason ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are ignored: certificates are checked
+against certifi's roots (what httpx trusts by default) and, when the caller names one, the CA
+certificates of a PEM file (``ca_bundle=``), checked by :func:`tls_context` when the provider is
+built. There is no way to turn verification off. ``ssl`` and ``certifi`` are imported only when a
+context is built.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import os
 import random
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Self
@@ -33,9 +41,19 @@ from nr_llm_core.errors import (
 from nr_llm_core.providers._parse import error_code
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "HttpProviderBase", "JsonPoster", "check_proxy_url", "shown_proxy"]
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "HttpProviderBase",
+    "JsonPoster",
+    "check_ca_bundle",
+    "check_proxy_url",
+    "shown_proxy",
+    "tls_context",
+]
 
 logger = logging.getLogger("nr_llm.providers")
 
@@ -135,10 +153,120 @@ def shown_proxy(url: str) -> str:
     return f"{parts.scheme}://{credentials}{parts.netloc.rpartition('@')[2]}"
 
 
+def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> str:
+    """Load the CA certificates of the PEM file ``path`` into ``context`` and return the path as
+    a ``str``, or raise a ``ValueError`` that says what is wrong with it. The path is the
+    caller's own setting, not a secret: the messages show it."""
+    import ssl
+
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise TypeError("the CA bundle must be a path (a str or an os.PathLike)")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise TypeError("the CA bundle must be a path (a str or an os.PathLike)")
+    if not name:
+        raise ValueError("the CA bundle path is empty (pass None to trust only the default roots)")
+    what = f"the CA bundle {name!r}"
+    try:
+        # stat() first: opening a FIFO would block, and a device could be read forever.
+        mode = os.stat(name).st_mode
+        if stat.S_ISDIR(mode):
+            raise ValueError(f"{what} is a directory: name the PEM file of CA certificates itself")
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{what} is not a regular file")
+        with open(name, "rb") as fh:
+            head = fh.read(1)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ValueError(f"{what} does not exist") from None
+    except PermissionError:
+        raise ValueError(f"{what} cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if not head:
+        raise ValueError(f"{what} is empty")
+    try:
+        context.load_verify_locations(cafile=name)
+    except ssl.SSLError as exc:
+        if exc.reason != "NO_CERTIFICATE_OR_CRL_FOUND":
+            raise ValueError(f"{what} holds a PEM certificate that cannot be decoded") from None
+        der = " (it looks like DER: convert it to PEM)" if head == b"\x30" else ""
+        raise ValueError(
+            f"{what} is not a PEM file of certificates: it holds no "
+            f"'-----BEGIN CERTIFICATE-----' block{der}"
+        ) from None
+    except OSError as exc:  # it changed since the checks above
+        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    return name
+
+
+def check_ca_bundle(path: str | os.PathLike[str]) -> str:
+    """``path`` as a ``str`` when it names a readable PEM file that holds at least one CA
+    certificate; otherwise a ``ValueError`` that names the path and the problem (it does not
+    exist, is a directory, cannot be read, is not PEM, holds no CA certificate)."""
+    import ssl
+
+    empty = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no root loaded: only the file's count
+    name = _load_ca_bundle(empty, path)
+    if empty.cert_store_stats()["x509_ca"] == 0:
+        raise ValueError(
+            f"the CA bundle {name!r} holds no CA certificate, only server or client "
+            "certificates: name the certificate of the authority that signed the server's "
+            "certificate"
+        )
+    return name
+
+
+def tls_context(ca_bundle: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
+    """The TLS context of the HTTP providers: certificates and host names are verified against
+    certifi's roots, exactly as httpx does by default, plus the CA certificates of
+    ``ca_bundle`` when given (checked by :func:`check_ca_bundle`). ``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR`` and the system's store are never read."""
+    import ssl
+
+    import certifi
+
+    name = None if ca_bundle is None else check_ca_bundle(ca_bundle)
+    context = ssl.create_default_context(cafile=certifi.where())
+    if name is not None:
+        _load_ca_bundle(context, name)
+    return context
+
+
+#: Why a certificate was refused, by OpenSSL's X509_V_ERR_* code, in words that name no host.
+_UNTRUSTED = "is not signed by a trusted certificate authority"
+_CERTIFICATE_PROBLEMS: Final = {
+    2: _UNTRUSTED,  # unable to get issuer certificate
+    18: _UNTRUSTED,  # self-signed certificate
+    19: _UNTRUSTED,  # self-signed certificate in the chain
+    20: _UNTRUSTED,  # unable to get local issuer certificate
+    21: _UNTRUSTED,  # unable to verify the first certificate
+    9: "is not valid yet",
+    10: "has expired",
+    62: "does not match the host name",  # hostname mismatch
+    64: "does not match the host name",  # IP address mismatch
+}
+
+
+def _certificate_problem(exc: BaseException) -> str | None:
+    """What is wrong with the certificate when ``exc`` was caused by its verification."""
+    import ssl
+
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _CERTIFICATE_PROBLEMS.get(cause.verify_code, "could not be verified")
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 class JsonPoster:
     """POSTs JSON to one endpoint and returns the decoded JSON object, or raises a
     :class:`ProviderError` subclass. ``what`` names the provider in messages; ``proxy`` (checked
-    by :func:`check_proxy_url`) is the only proxy ever used."""
+    by :func:`check_proxy_url`) is the only proxy ever used; ``ca_bundle`` (a PEM file, checked
+    and loaded here by :func:`tls_context`) adds CA certificates to certifi's roots, for the
+    provider and for an ``https://`` proxy alike."""
 
     def __init__(
         self,
@@ -150,11 +278,16 @@ class JsonPoster:
         max_backoff: float = 8.0,
         max_retry_after: float = 30.0,
         proxy: str | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
         # Private, like the key: only shown_proxy() is ever displayed.
         self._proxy = None if proxy is None else check_proxy_url(proxy)
+        # Built now, so that a bad file is an error here rather than at the first request.
+        self._tls = None if ca_bundle is None else tls_context(ca_bundle)
+        #: The CA bundle's path, or ``None``: the caller's own setting, shown by ``repr()``.
+        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
         self.what = what
         self.timeout = timeout
         self.max_retries = max_retries
@@ -169,9 +302,15 @@ class JsonPoster:
 
             # trust_env=False: a proxy or netrc from the environment must not see the key.
             # The only proxy is the one the caller named.
+            tls = self._tls if self._tls is not None else tls_context()
+            proxy: str | httpx.Proxy | None = self._proxy
             try:
+                if self._proxy is not None and urlsplit(self._proxy).scheme.lower() == "https":
+                    # TLS to the proxy is checked against the same roots; left to itself,
+                    # httpcore would add the system's store and read SSL_CERT_FILE for it.
+                    proxy = httpx.Proxy(self._proxy, ssl_context=tls)
                 self._client = httpx.Client(
-                    timeout=self.timeout, trust_env=False, proxy=self._proxy
+                    timeout=self.timeout, trust_env=False, proxy=proxy, verify=tls
                 )
             except (ValueError, TypeError, httpx.InvalidURL):
                 # check_proxy_url() accepts only what httpx takes; never quote the URL.
@@ -207,6 +346,13 @@ class JsonPoster:
                 wait = None
             except httpx.TransportError as exc:
                 via = " through the proxy" if self._proxy is not None else ""
+                refused = _certificate_problem(exc)
+                if refused is not None:
+                    # Not transient: every retry would be refused the same way.
+                    raise ProviderUnavailableError(
+                        f"could not reach {self.what}{via}: the TLS certificate {refused} "
+                        "(SSLCertVerificationError)"
+                    ) from None
                 problem = f"could not reach {self.what}{via} ({type(exc).__name__})"
                 wait = None
             except _TooLarge:
@@ -324,7 +470,7 @@ def _retry_after(value: str | None) -> float | None:
 
 class HttpProviderBase:
     """What the HTTP providers share: a key and proxy credentials that never show, the one
-    way to build the poster, a pool to close, ``with``."""
+    way to build the poster (proxy and CA bundle), a pool to close, ``with``."""
 
     base_url: str
     model: str
@@ -339,6 +485,7 @@ class HttpProviderBase:
         max_retries: int,
         max_retry_after: float,
         proxy: str | None,
+        ca_bundle: str | os.PathLike[str] | None,
     ) -> None:
         self._poster = JsonPoster(
             what=what,
@@ -346,6 +493,7 @@ class HttpProviderBase:
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             proxy=proxy,
+            ca_bundle=ca_bundle,
         )
         if proxy is not None and urlsplit(self.base_url).scheme.lower() != "https":
             # Through a proxy, plain HTTP is readable by the proxy: the conversation and the key.
@@ -359,7 +507,9 @@ class HttpProviderBase:
         key = "set" if self._api_key else "none"
         shown = self._poster.proxy_shown
         proxy = "" if shown is None else f", proxy={shown!r}"
-        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>{proxy})"
+        bundle = self._poster.ca_bundle
+        ca = "" if bundle is None else f", ca_bundle={bundle!r}"
+        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>{proxy}{ca})"
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

@@ -79,8 +79,9 @@ class AnthropicProvider(HttpProviderBase):
     """A provider on the Anthropic Messages API over httpx.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
-    ``max_tokens`` bounds each answer. Retries, timeouts, errors and ``proxy`` behave as for
-    :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is ``external``.
+    ``max_tokens`` bounds each answer. Retries, timeouts, errors, ``proxy`` and ``ca_bundle``
+    behave as for :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is
+    ``external``.
     """
 
     def __init__(
@@ -95,6 +96,7 @@ class AnthropicProvider(HttpProviderBase):
         max_retry_after: float = 30.0,
         trust_zone: TrustZone | str = TrustZone.EXTERNAL,
         proxy: str | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -107,6 +109,7 @@ class AnthropicProvider(HttpProviderBase):
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             proxy=proxy,
+            ca_bundle=ca_bundle,
         )
 
     def request_body(

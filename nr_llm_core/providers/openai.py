@@ -74,8 +74,12 @@ class OpenAIChatProvider(HttpProviderBase):
     (``http://`` or ``https://``, optionally with ``user:password@``) sends every request
     through that proxy; without it there is none: ``HTTP_PROXY``, ``HTTPS_PROXY`` and
     ``~/.netrc`` are never read. A malformed proxy URL is a ``ValueError`` here, and its
-    credentials never show in ``repr()``, logs or errors. Usable as a context manager (closes
-    the connection pool).
+    credentials never show in ``repr()``, logs or errors. ``ca_bundle``, the path of a PEM file
+    of CA certificates, is trusted in addition to certifi's roots (for a server or a
+    TLS-inspecting proxy signed by your own authority); ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
+    are never read, and verification cannot be turned off. A missing, unreadable or non-PEM
+    file, or one without a CA certificate, is a ``ValueError`` here. Usable as a context manager
+    (closes the connection pool).
     """
 
     def __init__(
@@ -90,6 +94,7 @@ class OpenAIChatProvider(HttpProviderBase):
         trust_zone: TrustZone | str = TrustZone.EXTERNAL,
         extra_body: dict[str, Any] | None = None,
         proxy: str | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -106,6 +111,7 @@ class OpenAIChatProvider(HttpProviderBase):
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             proxy=proxy,
+            ca_bundle=ca_bundle,
         )
 
     def request_body(

@@ -1,12 +1,16 @@
 """A local HTTP server on 127.0.0.1 that plays recorded provider answers and keeps every byte
-of every request it receives, and a forwarding proxy that does the same in front of it."""
+of every request it receives, and a forwarding proxy that does the same in front of it. Either
+serves HTTPS when given a server-side ``ssl.SSLContext`` (``tls=``), and keeps each failed TLS
+handshake."""
 
 from __future__ import annotations
 
 import base64
 import http.client
 import json
+import select
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -41,8 +45,48 @@ class Captured:
         return json.loads(self.body)
 
 
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server on 127.0.0.1, over TLS when ``tls`` is given: the handshake runs
+    in the connection's own thread, and one that fails is kept in ``handshake_errors``."""
+
+    daemon_threads = True
+
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
+    ) -> None:
+        self.tls = tls
+        self.handshake_errors: list[OSError] = []
+        self.handshakes = threading.Condition()
+        super().__init__(("127.0.0.1", 0), handler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(10)
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except OSError as exc:  # ssl.SSLError included: the client refused the certificate
+            with self.handshakes:
+                self.handshake_errors.append(exc)
+                self.handshakes.notify_all()
+            return
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            self.shutdown_request(wrapped)
+
+    def wait_for_handshake_errors(self, count: int) -> list[OSError]:
+        """The failed handshakes once there are ``count`` (the server's side of a refusal
+        may be seen a moment after the client gave up); a generous bound, never a timing
+        assertion."""
+        with self.handshakes:
+            self.handshakes.wait_for(lambda: len(self.handshake_errors) >= count, timeout=10)
+            return list(self.handshake_errors)
+
+
 class WireServer:
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], *, tls: ssl.SSLContext | None = None) -> None:
         self.replies = list(replies)
         self.requests: list[Captured] = []
         self.release = threading.Event()
@@ -86,8 +130,7 @@ class WireServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(Handler, tls)
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -95,7 +138,8 @@ class WireServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "http" if self.httpd.tls is None else "https"
+        return f"{scheme}://{host!s}:{port}"
 
     def all_bytes(self) -> bytes:
         return b"\n".join(r.raw for r in self.requests)
@@ -144,13 +188,22 @@ class ForwardingProxy:
     """A minimal forwarding HTTP proxy on 127.0.0.1. It keeps every request it receives, as
     received: an absolute-form ``POST http://127.0.0.1:PORT/... HTTP/1.1`` is relayed to its
     target and the answer relayed back; a ``CONNECT host:port`` (what a client sends for an
-    https:// target) is refused with ``connect_status``, so no tunnel is ever opened. With
-    ``credentials``, a request without the matching ``Proxy-Authorization`` is answered 407."""
+    https:// target) is refused with ``connect_status``, so no tunnel is ever opened, unless
+    ``tunnel`` is set: then a CONNECT to 127.0.0.1 opens the tunnel and relays its bytes both
+    ways, keeping those the client sent in ``tunnelled``. With ``credentials``, a request without
+    the matching ``Proxy-Authorization`` is answered 407. With ``tls``, clients reach the proxy
+    itself over TLS (an ``https://`` proxy URL)."""
 
     def __init__(
-        self, *, credentials: tuple[str, str] | None = None, connect_status: int = 403
+        self,
+        *,
+        credentials: tuple[str, str] | None = None,
+        connect_status: int = 403,
+        tunnel: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.requests: list[Captured] = []
+        self.tunnelled = bytearray()
         expected = None
         if credentials is not None:
             expected = "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
@@ -179,7 +232,34 @@ class ForwardingProxy:
 
             def do_CONNECT(self) -> None:  # the stdlib's naming scheme
                 self._record(b"")
-                self._answer(connect_status, b"", {})
+                host, _, port = self.path.rpartition(":")
+                if not tunnel or host != "127.0.0.1" or not port.isdigit():
+                    self._answer(connect_status, b"", {})
+                    return
+                upstream = socket.create_connection((host, int(port)), timeout=10)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.close_connection = True
+                with upstream:
+                    self._relay(upstream)
+
+            def _relay(self, upstream: socket.socket) -> None:
+                client = self.connection
+                peer = {client: upstream, upstream: client}
+                while True:
+                    ready, _, _ = select.select(list(peer), [], [], 10)
+                    if not ready:
+                        return
+                    for sock in ready:
+                        try:
+                            data = sock.recv(65536)
+                        except OSError:
+                            return
+                        if not data:
+                            return
+                        if sock is client:
+                            proxy.tunnelled += data
+                        peer[sock].sendall(data)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
@@ -210,8 +290,7 @@ class ForwardingProxy:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(Handler, tls)
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -222,7 +301,8 @@ class ForwardingProxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "http" if self.httpd.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def request_lines(self) -> list[bytes]:
         return [r.raw.split(b"\r\n", 1)[0] for r in self.requests]

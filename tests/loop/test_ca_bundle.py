@@ -1,0 +1,338 @@
+"""``ca_bundle=`` on the HTTP providers, over real TLS on loopback: a server whose certificate an
+internal authority signed is refused (before any request is sent) until that authority's
+certificate is given; the default roots stay trusted beside it; ``SSL_CERT_FILE`` and
+``SSL_CERT_DIR`` never count; a bad bundle is refused when the provider is built."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import certifi
+import httpx
+import pytest
+
+from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
+from nr_llm_core.loop import TerminationReason
+from nr_llm_core.providers import _http
+from nr_llm_core.providers._http import HttpProviderBase, check_ca_bundle, tls_context
+
+from ._pki import Pki
+from ._tools import make_host
+from ._wire import ForwardingProxy, Reply, WireServer
+from .test_anthropic_wire import message_reply, text, tool_use
+from .test_openai_wire import text_reply, tool_call_reply
+
+KEY = "sk-test-CABUNDLEKEY-91c4"
+AMBIENT = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def openai(base: str, **kw: Any) -> OpenAIChatProvider:
+    kw.setdefault("max_retries", 0)
+    return OpenAIChatProvider(f"{base}/v1", "gpt-4o-mini", KEY, timeout=5.0, **kw)
+
+
+def anthropic(base: str, **kw: Any) -> AnthropicProvider:
+    kw.setdefault("max_retries", 0)
+    return AnthropicProvider("claude-3-5-sonnet-latest", KEY, base_url=base, timeout=5.0, **kw)
+
+
+# Each case: the provider, its endpoint path, its name in messages, and two turns.
+CASES: dict[str, tuple[Callable[..., HttpProviderBase], str, str, list[Reply]]] = {
+    "openai": (
+        openai,
+        "/v1/chat/completions",
+        "the OpenAI-compatible provider",
+        [tool_call_reply(("call_1", "lookup", '{"id": 42}')), text_reply("Ada Lovelace.")],
+    ),
+    "anthropic": (
+        anthropic,
+        "/v1/messages",
+        "the Anthropic provider",
+        [
+            message_reply(tool_use("toolu_1", "lookup", {"id": 42}), stop="tool_use"),
+            message_reply(text("Ada Lovelace.")),
+        ],
+    ),
+}
+
+UNTRUSTED = "is not signed by a trusted certificate authority"
+
+
+def refused(what: str, problem: str = UNTRUSTED, via: str = "") -> str:
+    """A run's error when the client refused the certificate."""
+    return (
+        f"provider error: could not reach {what}{via}: the TLS certificate {problem} "
+        "(SSLCertVerificationError)"
+    )
+
+
+def run(provider: HttpProviderBase) -> Any:
+    with provider:
+        return ToolLoop(provider, make_host()).run(  # type: ignore[arg-type]
+            [ChatMessage.system("You help."), ChatMessage.user("who is customer 42?")]
+        )
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_tls_or_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*AMBIENT, "NO_PROXY", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    waited: list[float] = []
+    monkeypatch.setattr(_http, "_sleep", waited.append)
+    return waited
+
+
+def assert_refused_by_the_client(server: WireServer | ForwardingProxy) -> None:
+    """The server saw one handshake, ended by the client's 'unknown CA' alert."""
+    (error,) = server.httpd.wait_for_handshake_errors(1)
+    assert isinstance(error, ssl.SSLError)
+    assert error.reason == "TLSV1_ALERT_UNKNOWN_CA", error
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_without_a_ca_bundle_an_internal_ca_is_refused_before_any_request(
+    name: str, pki: Pki, sleeps: list[float]
+) -> None:
+    make, _, what, replies = CASES[name]
+    with WireServer(replies, tls=pki.server_context()) as server:
+        result = run(make(server.url, max_retries=2))
+        assert_refused_by_the_client(server)
+    assert result.termination_reason is TerminationReason.FAILED
+    assert result.error == refused(what)
+    assert server.requests == []  # no request line, no header, no body: the key never left
+    assert sleeps == []  # not retried: a certificate does not become trusted by waiting
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_with_the_ca_bundle_the_run_completes(name: str, pki: Pki) -> None:
+    make, path, _, replies = CASES[name]
+    with WireServer(replies, tls=pki.server_context()) as server:
+        assert server.url.startswith("https://127.0.0.1:")
+        provider = make(server.url, ca_bundle=pki.internal_file)
+        shown = repr(provider)
+        result = run(provider)
+    assert result.termination_reason is TerminationReason.COMPLETED, result.error
+    assert result.content == "Ada Lovelace."
+    assert [r.raw.split(b"\r\n", 1)[0] for r in server.requests] == [
+        f"POST {path} HTTP/1.1".encode()
+    ] * 2
+    assert server.httpd.handshake_errors == []
+    assert shown.endswith(f", api_key=<set>, ca_bundle={str(pki.internal_file)!r})")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_bundle_adds_to_the_default_roots_rather_than_replacing_them(
+    name: str, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # certifi's file is replaced by the "public" test authority: a server it signed stands for
+    # any public API, and must stay reachable when an internal authority is added.
+    monkeypatch.setattr(certifi, "where", lambda: str(pki.public_file))
+    make, _, what, replies = CASES[name]
+    with WireServer(replies, tls=pki.server_context(pki.public)) as public:
+        result = run(make(public.url))  # the control: the replaced roots are the ones used
+        assert result.termination_reason is TerminationReason.COMPLETED, result.error
+        public.replies[:] = list(replies)
+        result = run(make(public.url, ca_bundle=pki.internal_file))
+        assert result.termination_reason is TerminationReason.COMPLETED, result.error
+    with WireServer(replies, tls=pki.server_context()) as internal:
+        result = run(make(internal.url))
+        assert result.error == refused(what)
+        internal.replies[:] = list(replies)
+        result = run(make(internal.url, ca_bundle=pki.internal_file))
+    assert result.termination_reason is TerminationReason.COMPLETED, result.error
+
+
+def _pool_context(provider: HttpProviderBase) -> ssl.SSLContext:
+    pool = provider._poster._http()._transport._pool  # type: ignore[attr-defined]
+    context: ssl.SSLContext = pool._ssl_context
+    return context
+
+
+def test_the_context_holds_certifis_roots_and_the_bundles(pki: Pki) -> None:
+    roots = ssl.create_default_context(cafile=certifi.where()).get_ca_certs()
+    assert len(roots) > 50  # certifi's store, not an empty one
+    with openai("https://api.example", ca_bundle=pki.internal_file) as provider:
+        context = _pool_context(provider)
+        held = context.get_ca_certs()
+        assert context.verify_mode is ssl.CERT_REQUIRED
+        assert context.check_hostname is True
+    internal = ((("organizationName", "nr-llm internal test CA"),),)
+    assert [c for c in held if c["subject"][:1] == internal]
+    assert len(held) == len(roots) + 1
+    assert all(root in held for root in roots)
+    with anthropic("https://api.example") as provider:  # without a bundle: certifi alone
+        context = _pool_context(provider)
+        assert context.get_ca_certs() == roots
+        assert context.verify_mode is ssl.CERT_REQUIRED
+        assert context.check_hostname is True
+
+
+def test_a_bundle_may_hold_many_certificates_and_comments(pki: Pki, tmp_path: Path) -> None:
+    # The usual way to make one: certifi's bundle (with its '# Issuer:' comments, some not
+    # ASCII) and the company's authority, concatenated.
+    bundle = tmp_path / "with-certifi.pem"
+    bundle.write_bytes(Path(certifi.where()).read_bytes() + pki.internal.cert_pem.bytes())
+    assert check_ca_bundle(bundle) == str(bundle)
+    make, _, _, replies = CASES["openai"]
+    with WireServer(replies, tls=pki.server_context()) as server:
+        result = run(make(server.url, ca_bundle=bundle))
+    assert result.termination_reason is TerminationReason.COMPLETED, result.error
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_ssl_cert_file_and_dir_are_ignored(
+    name: str, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make, _, what, replies = CASES[name]
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.internal_file))
+    monkeypatch.setenv("SSL_CERT_DIR", str(pki.folder))
+    with WireServer([Reply(body={}), *replies], tls=pki.server_context()) as server:
+        # The control: a client that reads its environment trusts the server through them.
+        with httpx.Client() as client:
+            assert client.post(f"{server.url}/control", content=b"{}").status_code == 200
+        result = run(make(server.url))
+        assert_refused_by_the_client(server)
+    assert result.error == refused(what)
+    assert len(server.requests) == 1  # only the control
+
+
+def test_the_certificate_problem_is_named_without_the_host(pki: Pki) -> None:
+    make, _, what, _ = CASES["openai"]
+    # A certificate for another name: signed by a trusted authority, but not for this host.
+    with WireServer([], tls=pki.server_context(identity="other.nr-llm.test")) as server:
+        result = run(make(server.url, ca_bundle=pki.internal_file))
+    assert result.error == refused(what, "does not match the host name")
+    assert "127.0.0.1" not in result.error
+    assert "other.nr-llm.test" not in result.error
+    assert server.requests == []
+
+
+def test_an_unknown_verification_failure_is_still_named_a_certificate_problem() -> None:
+    error = ssl.SSLCertVerificationError("certificate verify failed")
+    error.verify_code = 26  # invalid purpose: no word of its own
+    wrapped = httpx.ConnectError("boom")
+    wrapped.__cause__ = error
+    assert _http._certificate_problem(wrapped) == "could not be verified"
+    assert _http._certificate_problem(httpx.ConnectError("refused")) is None
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_through_a_connect_tunnel_the_bundle_verifies_the_provider(name: str, pki: Pki) -> None:
+    # A corporate proxy that relays the tunnel: TLS runs end to end, and the provider's
+    # internal authority is trusted through the bundle.
+    make, _, what, replies = CASES[name]
+    with (
+        WireServer(replies, tls=pki.server_context()) as server,
+        ForwardingProxy(tunnel=True) as proxy,
+    ):
+        port = server.httpd.server_address[1]
+        result = run(make(server.url, proxy=proxy.url))
+        assert result.error == refused(what, via=" through the proxy")
+        assert server.requests == []
+        server.replies[:] = list(replies)
+        proxy.requests.clear()
+        proxy.tunnelled.clear()
+        result = run(make(server.url, proxy=proxy.url, ca_bundle=pki.internal_file))
+    assert result.termination_reason is TerminationReason.COMPLETED, result.error
+    assert result.content == "Ada Lovelace."
+    assert len(server.requests) == 2
+    lines = proxy.request_lines()
+    assert lines and set(lines) == {f"CONNECT 127.0.0.1:{port} HTTP/1.1".encode()}
+    assert proxy.tunnelled  # the requests went through the tunnel, encrypted
+    assert KEY.encode() not in proxy.tunnelled
+    assert b"customer 42" not in proxy.tunnelled
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_an_https_proxy_is_verified_with_the_same_roots(
+    name: str, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TLS to the proxy itself (an https:// proxy URL) is checked like TLS to the provider:
+    # certifi and the bundle, never SSL_CERT_FILE, which is set here to the proxy's authority.
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.internal_file))
+    make, path, what, replies = CASES[name]
+    with (
+        WireServer(replies) as server,
+        ForwardingProxy(tls=pki.server_context()) as proxy,
+    ):
+        assert proxy.url.startswith("https://")
+        result = run(make(server.url, proxy=proxy.url))
+        assert result.error == refused(what, via=" through the proxy")
+        assert_refused_by_the_client(proxy)
+        assert proxy.requests == []
+        assert server.requests == []
+        result = run(make(server.url, proxy=proxy.url, ca_bundle=pki.internal_file))
+    assert result.termination_reason is TerminationReason.COMPLETED, result.error
+    assert proxy.request_lines() == [f"POST {server.url}{path} HTTP/1.1".encode()] * 2
+
+
+@pytest.mark.parametrize("make", [openai, anthropic], ids=["openai", "anthropic"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing",
+        "below a file",
+        "directory",
+        "empty",
+        "text",
+        "der",
+        "private key",
+        "damaged",
+        "server certificate only",
+    ],
+)
+def test_a_bad_bundle_is_refused_at_construction(
+    make: Callable[..., HttpProviderBase], case: str, pki: Pki
+) -> None:
+    path, problem = pki.bad_bundles()[case]
+    with pytest.raises(ValueError) as info:
+        make("https://api.example", ca_bundle=path)
+    assert str(info.value) == f"the CA bundle {str(path)!r} {problem}"
+    assert info.value.__cause__ is None
+    with pytest.raises(ValueError) as again:
+        check_ca_bundle(str(path))
+    assert str(again.value) == str(info.value)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError) as info:
+        openai("https://api.example", ca_bundle=fifo)
+    assert str(info.value) == f"the CA bundle {str(fifo)!r} is not a regular file"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_bundle_is_refused(pki: Pki, tmp_path: Path) -> None:
+    locked = tmp_path / "locked.pem"
+    locked.write_bytes(pki.internal.cert_pem.bytes())
+    locked.chmod(0)
+    with pytest.raises(ValueError) as info:
+        anthropic("https://api.example", ca_bundle=locked)
+    assert str(info.value) == f"the CA bundle {str(locked)!r} cannot be read (permission denied)"
+
+
+def test_an_empty_path_or_one_that_is_not_a_path_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^the CA bundle path is empty \(pass None"):
+        openai("https://api.example", ca_bundle="")
+    for wrong in (b"/etc/ssl/ca.pem", 3, True):
+        with pytest.raises(TypeError, match=r"^the CA bundle must be a path"):
+            openai("https://api.example", ca_bundle=wrong)
+
+
+def test_there_is_no_way_to_turn_verification_off(pki: Pki) -> None:
+    # The only TLS setting is a bundle of authorities to add; falsy values are not "off".
+    for off in (False, 0, "off"):
+        with pytest.raises((TypeError, ValueError)):
+            openai("https://api.example", ca_bundle=off)
+    assert "verify" not in OpenAIChatProvider.__init__.__code__.co_varnames
+    assert "verify" not in AnthropicProvider.__init__.__code__.co_varnames
+    assert tls_context(pki.internal_file).verify_mode is ssl.CERT_REQUIRED
