@@ -18,12 +18,21 @@ from nr_llm_core.providers import (
     ScriptedProvider,
     TrustZone,
 )
-from nr_llm_core.providers._http import check_proxy_url
+from nr_llm_core.providers._http import check_ca_bundle, check_proxy_url
 
-__all__ = ["PROXY_ENV_VAR", "make_provider", "provider_options", "proxy_option"]
+__all__ = [
+    "CA_BUNDLE_ENV_VAR",
+    "PROXY_ENV_VAR",
+    "ca_bundle_option",
+    "make_provider",
+    "provider_options",
+    "proxy_option",
+]
 
 #: nr-llm's own proxy variable: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and ~/.netrc are never read.
 PROXY_ENV_VAR: Final = "NR_LLM_PROXY"
+#: nr-llm's own CA bundle variable: SSL_CERT_FILE and SSL_CERT_DIR are never read.
+CA_BUNDLE_ENV_VAR: Final = "NR_LLM_CA_BUNDLE"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,11 +78,13 @@ def make_provider(
     trust_zone: str | None = None,
     script: str | None = None,
     proxy: str | None = None,
+    ca_bundle: str | None = None,
 ) -> Provider:
     """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
-    turns) when ``name`` is ``None``. ``proxy`` is for the HTTP providers (the scripted one
-    sends nothing); ``None`` or ``""``: no proxy."""
+    turns) when ``name`` is ``None``. ``proxy`` and ``ca_bundle`` are for the HTTP providers
+    (the scripted one sends nothing); ``None`` or ``""``: no proxy, no extra CA."""
     proxy = proxy or None
+    ca_bundle = ca_bundle or None
     if name in (None, "scripted"):
         turns = DEMO_TURNS if script is None else _read_script(script)
         return ScriptedProvider(turns, trust_zone=trust_zone or TrustZone.LOCAL)
@@ -83,10 +94,12 @@ def make_provider(
     chosen = model or _DEFAULT_MODELS[name]
     if name == "openai":
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAIChatProvider(url, chosen, trust_zone=zone, proxy=proxy)
+        return OpenAIChatProvider(url, chosen, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle)
     if name == "anthropic":
         url = base_url or "https://api.anthropic.com"
-        return AnthropicProvider(chosen, base_url=url, trust_zone=zone, proxy=proxy)
+        return AnthropicProvider(
+            chosen, base_url=url, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle
+        )
     raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
 
 
@@ -118,8 +131,40 @@ def proxy_option(func: F) -> F:
     return option(func)
 
 
+def _checked_ca_bundle(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if not value:
+        return None  # unset, or "" to turn NR_LLM_CA_BUNDLE off for one command
+    try:
+        return check_ca_bundle(value)
+    except ValueError as exc:
+        # The path is the user's own: the message names it, and the hint its source.
+        from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
+        raise click.BadParameter(
+            str(exc),
+            ctx=ctx,
+            param=param,
+            param_hint=CA_BUNDLE_ENV_VAR if from_env else "'--ca-bundle'",
+        ) from None
+
+
+def ca_bundle_option(func: F) -> F:
+    """``--ca-bundle PATH``, default ``$NR_LLM_CA_BUNDLE``, checked before the command runs."""
+    option = click.option(
+        "--ca-bundle",
+        metavar="PATH",
+        envvar=CA_BUNDLE_ENV_VAR,
+        show_envvar=True,
+        default=None,
+        callback=_checked_ca_bundle,
+        help="A PEM file of CA certificates the HTTP providers trust besides the default ones "
+        "(a corporate or internal CA; '' for none). SSL_CERT_FILE and SSL_CERT_DIR are ignored.",
+    )
+    return option(func)
+
+
 def provider_options(func: F) -> F:
-    """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--trust-zone``, ``--script``."""
+    """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--ca-bundle``,
+    ``--trust-zone``, ``--script``."""
     for option in reversed(
         [
             click.option(
@@ -133,6 +178,7 @@ def provider_options(func: F) -> F:
                 "--base-url", default=None, help="API root, e.g. http://localhost:11434/v1."
             ),
             proxy_option,
+            ca_bundle_option,
             click.option(
                 "--trust-zone",
                 type=click.Choice([z.value for z in TrustZone]),

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._providers import make_provider, proxy_option
+from nr_llm_core.cli._providers import ca_bundle_option, make_provider, proxy_option
 
 __all__ = ["playground"]
 
@@ -19,16 +19,23 @@ def _providers(
     openai_model: str | None,
     anthropic_model: str | None,
     proxy: str | None = None,
+    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     """Scripted always; OpenAI-compatible or Anthropic when configured (flag or env key), both
-    through ``proxy`` when there is one."""
+    through ``proxy`` and trusting ``ca_bundle`` when there are."""
     out: dict[str, Any] = {"scripted": lambda: make_provider("scripted")}
     if openai_base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         out["openai"] = lambda: make_provider(
-            "openai", model=openai_model, base_url=openai_base_url, proxy=proxy
+            "openai",
+            model=openai_model,
+            base_url=openai_base_url,
+            proxy=proxy,
+            ca_bundle=ca_bundle,
         )
     if os.environ.get("ANTHROPIC_API_KEY"):
-        out["anthropic"] = lambda: make_provider("anthropic", model=anthropic_model, proxy=proxy)
+        out["anthropic"] = lambda: make_provider(
+            "anthropic", model=anthropic_model, proxy=proxy, ca_bundle=ca_bundle
+        )
     return out
 
 
@@ -46,6 +53,7 @@ def _providers(
 @click.option("--openai-model", default=None, help="Model for the OpenAI-compatible provider.")
 @click.option("--anthropic-model", default=None, help="Model for Anthropic (ANTHROPIC_API_KEY).")
 @proxy_option
+@ca_bundle_option
 @click.option("--tool-timeout", type=click.FloatRange(0.1), default=30.0, show_default=True)
 def playground(
     bind: str,
@@ -56,6 +64,7 @@ def playground(
     openai_model: str | None,
     anthropic_model: str | None,
     proxy: str | None,
+    ca_bundle: str | None,
     tool_timeout: float,
 ) -> None:
     """Serve the local web inspector: run tools and agent runs, and read the audit store."""
@@ -79,7 +88,7 @@ def playground(
     click.echo("loading tools and the audit store …", err=True)
     server = PlaygroundServer(
         ToolHost.discover(),
-        providers=_providers(openai_base_url, openai_model, anthropic_model, proxy),
+        providers=_providers(openai_base_url, openai_model, anthropic_model, proxy, ca_bundle),
         store=open_store(db),
         bind=bind,
         port=port,

@@ -119,6 +119,7 @@ def run(
     model: str | None,
     base_url: str | None,
     proxy: str | None,
+    ca_bundle: str | None,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -140,6 +141,7 @@ def run(
         trust_zone=trust_zone,
         script=script,
         proxy=proxy,
+        ca_bundle=ca_bundle,
     )
     allowed: Any = None
     if tools is not None:
