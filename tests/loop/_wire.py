@@ -202,6 +202,9 @@ class ForwardingProxy:
         tunnel: bool = False,
         tls: ssl.SSLContext | None = None,
     ) -> None:
+        if tunnel and tls is not None:
+            # select() would not see bytes already decrypted into the TLS socket's buffer.
+            raise ValueError("a tunnel through a TLS proxy is not supported here")
         self.requests: list[Captured] = []
         self.tunnelled = bytearray()
         expected = None
