@@ -275,10 +275,16 @@ def test_register_accepts_a_class() -> None:
     assert host.invoke("cls", {}).content == "made"
 
 
-def refused(plugin: object, match: str) -> ToolHost:
+def refused(plugin: object, reason: str, *, exact: bool = True) -> ToolHost:
+    """Register ``plugin``: refused with ``reason`` (a part of it when not ``exact``), and
+    nothing of it left behind."""
     host = ToolHost()
-    with pytest.raises(ToolLoadError, match=match):
+    with pytest.raises(ToolLoadError) as raised:
         host.register(plugin)
+    if exact:
+        assert raised.value.reason == reason
+    else:
+        assert reason in raised.value.reason
     assert host.names() == []
     assert host.plugin_manager.get_plugins() == set(), "a refused plugin stays registered"
     return host
@@ -295,7 +301,7 @@ def test_wrappers_and_ordering_flags_are_refused(flag: str) -> None:
         def execute(self, arguments: dict[str, Any]) -> Any:
             yield  # pragma: no cover
 
-    refused(Tool(), f"declares {flag}")
+    refused(Tool(), f"hookimpl 'execute' declares {flag}, which tools may not use")
 
 
 def test_a_misspelled_hook_is_refused() -> None:
@@ -308,7 +314,7 @@ def test_a_misspelled_hook_is_refused() -> None:
         def exeucte(self, arguments: dict[str, Any]) -> ToolResult:
             return ToolResult.text("x")
 
-    refused(Tool(), "unknown hook 'exeucte'")
+    refused(Tool(), "unknown hook 'exeucte' (a tool implements tool_spec and execute)")
 
 
 def test_two_execute_impls_are_refused() -> None:
@@ -325,7 +331,7 @@ def test_two_execute_impls_are_refused() -> None:
         def execute_again(self, arguments: dict[str, Any]) -> ToolResult:
             return ToolResult.text("two")
 
-    refused(Tool(), "more than one execute")
+    refused(Tool(), "more than one execute implementation ('execute', 'execute_again')")
 
 
 def test_missing_hooks_and_bad_signatures_are_refused() -> None:
@@ -336,6 +342,13 @@ def test_missing_hooks_and_bad_signatures_are_refused() -> None:
 
     refused(NoExecute(), "no execute hookimpl")
 
+    class NoSpec:
+        @hookimpl
+        def execute(self, arguments: dict[str, Any]) -> ToolResult:
+            return ToolResult.text("x")
+
+    refused(NoSpec(), "no tool_spec hookimpl")
+
     class ExtraArgument:
         @hookimpl
         def tool_spec(self) -> ToolSpec:
@@ -345,7 +358,7 @@ def test_missing_hooks_and_bad_signatures_are_refused() -> None:
         def execute(self, arguments: dict[str, Any], extra: int) -> ToolResult:
             return ToolResult.text("x")
 
-    refused(ExtraArgument(), "extra")
+    refused(ExtraArgument(), "{'extra'}", exact=False)  # pluggy's own words
 
     class NoArguments:
         @hookimpl
@@ -356,7 +369,7 @@ def test_missing_hooks_and_bad_signatures_are_refused() -> None:
         def execute(self) -> ToolResult:
             return ToolResult.text("x")
 
-    refused(NoArguments(), "'arguments' parameter")
+    refused(NoArguments(), "execute must take an 'arguments' parameter")
 
     class Async:
         @hookimpl
@@ -367,7 +380,7 @@ def test_missing_hooks_and_bad_signatures_are_refused() -> None:
         async def execute(self, arguments: dict[str, Any]) -> ToolResult:
             return ToolResult.text("x")
 
-    refused(Async(), "coroutine")
+    refused(Async(), "execute must be a plain function, not a coroutine function")
 
 
 def test_bad_specs_are_refused() -> None:
@@ -380,14 +393,14 @@ def test_bad_specs_are_refused() -> None:
         def execute(self, arguments: dict[str, Any]) -> ToolResult:
             return ToolResult.text("x")
 
-    refused(NotASpec(), "not a ToolSpec")
+    refused(NotASpec(), "tool_spec() returned dict, not a ToolSpec")
 
     class SpecRaises(NotASpec):
         @hookimpl
         def tool_spec(self) -> Any:
             raise RuntimeError(SECRET)
 
-    host = refused(SpecRaises(), "tool_spec\\(\\) raised RuntimeError")
+    host = refused(SpecRaises(), "tool_spec() raised RuntimeError")
     assert host.load_errors == ()
 
     class BadSchema(NotASpec):
@@ -395,13 +408,14 @@ def test_bad_specs_are_refused() -> None:
         def tool_spec(self) -> Any:
             return ToolSpec("t", "d", {"type": "object", "properties": {"x": {"type": "nope"}}})
 
-    refused(BadSchema(), "not a valid JSON Schema")
+    refused(BadSchema(), "parameters of 't' are not a valid JSON Schema: Unknown type")
 
 
 def test_a_second_tool_with_the_same_name_is_refused() -> None:
     host = host_with(make_tool("same"))
-    with pytest.raises(ToolLoadError, match="already registered"):
+    with pytest.raises(ToolLoadError) as raised:
         host.register(make_tool("same"))
+    assert raised.value.reason == "tool name 'same' is already registered"
     assert len(host.plugin_manager.get_plugins()) == 1
 
 
@@ -502,11 +516,153 @@ def test_a_failure_log_names_the_tool_and_keeps_the_message_for_debug_only(
     with caplog.at_level(logging.INFO, logger="nr_llm"):
         host.invoke("boom", {})
     assert "'boom'" in caplog.text and "detail" not in caplog.text
+    (error,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.getMessage().splitlines()[:2] == [
+        "tool 'boom' raised: RuntimeError",
+        "Traceback (most recent call last):",
+    ]
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="nr_llm"):
         host.invoke("boom", {})
     debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
     assert len(debug) == 1
-    message = debug[0].getMessage()
-    assert "'boom'" in message and "detail x" in message
-    assert message.endswith("…") and len(message) < 600
+    # The message is cut to 500 characters, the last one the ellipsis.
+    expected = "detail " + "x" * (499 - len("detail ")) + "…"
+    assert debug[0].getMessage() == f"tool 'boom' exception message: {expected}"
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError(),
+        RuntimeError("two", "args"),
+        KeyError(42),
+        RuntimeError(type("S", (str,), {})("x")),
+    ],
+    ids=["no-args", "two-args", "not-a-str", "str-subclass"],
+)
+def test_at_debug_only_a_single_str_message_is_logged(
+    exc: BaseException, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="nr_llm"):
+        assert host_with(Raises(exc)).invoke("boom", {}).content == 'Error: tool "boom" failed.'
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+
+
+def test_a_tools_exception_is_logged_as_its_own_on_the_timeout_path_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="nr_llm"):
+        out = host_with(Raises(ValueError("x"))).invoke("boom", {}, timeout=30)
+    assert out.content == 'Error: tool "boom" failed.'
+    (error,) = caplog.records
+    assert error.getMessage().splitlines()[0] == "tool 'boom' raised: ValueError"
+
+
+class Hangs:
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec("hang", "Hangs until released.")
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        self.release.wait()
+        return ToolResult.text("late")
+
+
+def test_the_hosts_timeout_applies_to_calls_that_give_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    host = host_with(Hangs(release), timeout=0.05)
+    try:
+        with caplog.at_level(logging.INFO, logger="nr_llm"):
+            assert host.invoke("hang", {}).content == 'Error: tool "hang" timed out.'
+    finally:
+        release.set()
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool 'hang' did not return in time (limit 0.05 s)"
+    ]
+
+
+def test_a_call_with_a_timeout_runs_in_a_named_daemon_thread() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    class Where:
+        @hookimpl
+        def tool_spec(self) -> ToolSpec:
+            return ToolSpec("where", "Says which thread runs it.")
+
+        @hookimpl
+        def execute(self, arguments: dict[str, Any]) -> ToolResult:
+            thread = threading.current_thread()
+            seen.append((thread.name, thread.daemon))
+            return ToolResult.text("here")
+
+    host = host_with(Where())
+    assert host.invoke("where", {}, timeout=30).content == "here"
+    # A daemon: a tool that never returns does not keep the process from exiting.
+    assert seen == [("nr-llm-tool-where", True)]
+    seen.clear()
+    assert host.invoke("where", {}).content == "here"
+    assert seen == [(threading.current_thread().name, threading.current_thread().daemon)]
+
+
+def test_an_invalid_result_is_logged_with_its_type(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="nr_llm"):
+        host_with(Returns({"content": "x"})).invoke("returns", {})
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool 'returns' returned dict, not a valid ToolResult"
+    ]
+
+
+def test_an_invalid_argument_reason_is_the_schema_checks_message() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    out = host_with(make_tool(schema=schema)).invoke("echo", {"n": "x"})
+    assert out.content == 'Error: invalid arguments for tool "echo": data.n must be integer'
+
+
+def test_a_schema_check_that_fails_without_a_message_is_a_schema_mismatch() -> None:
+    # A recursive schema on arguments nested deeper than Python's recursion limit: the
+    # validator raises RecursionError, which has no message of its own.
+    schema = {"type": "object", "additionalProperties": {"$ref": "#"}}
+    tool = make_tool(schema=schema)
+    arguments: dict[str, Any] = {}
+    for _ in range(5_000):
+        arguments = {"a": arguments}
+    out = host_with(tool).invoke("echo", arguments)
+    assert out.content == 'Error: invalid arguments for tool "echo": schema mismatch'
+    assert tool.calls == []
+
+
+def test_a_tool_name_is_shown_whole_up_to_80_characters() -> None:
+    host = ToolHost()
+    assert host.invoke("x" * 80, {}).content == f'Error: unknown tool "{"x" * 80}"'
+    assert host.invoke("x" * 81, {}).content == f'Error: unknown tool "{"x" * 79}…"'
+
+
+def test_permitted_lists_the_enabled_tools_the_allow_list_names() -> None:
+    host = host_with(make_tool("b"), make_tool("a"), make_tool("off", enabled_by_default=False))
+    assert host.permitted() == ["a", "b"]
+    assert host.permitted(["b", "off", "not_loaded"]) == ["b"]
+    assert host.permitted([]) == []
+
+
+def test_tool_switches_from_the_environment_are_comma_separated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NR_LLM_DISABLE_TOOLS", "a,b")
+    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "off1,off2")
+    monkeypatch.setenv("NR_LLM_DISABLE_GROUPS", "g1,g2")
+    host = host_with(
+        make_tool("a"),
+        make_tool("b"),
+        make_tool("c"),
+        make_tool("off1", enabled_by_default=False),
+        make_tool("off2", enabled_by_default=False),
+        make_tool("in_g2", group="g2"),
+    )
+    assert host.permitted() == ["c", "off1", "off2"]
