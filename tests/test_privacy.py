@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from typing import Any
@@ -86,6 +87,27 @@ def test_invalid_argument_means_metadata(caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(logging.WARNING, logger="nr_llm.privacy"):
         assert RunStepPrivacyFilter("verbatim").level is PrivacyLevel.METADATA
     assert "invalid privacy level" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("env", "argument", "source"),
+    [("fulll", None, "NR_LLM_PRIVACY_LEVEL"), (None, "verbatim", "argument")],
+)
+def test_an_invalid_level_is_logged_with_its_source_and_the_valid_levels(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    env: str | None,
+    argument: str | None,
+    source: str,
+) -> None:
+    if env is not None:
+        monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", env)
+    with caplog.at_level(logging.WARNING, logger="nr_llm.privacy"):
+        assert resolve_privacy_level(argument) is PrivacyLevel.METADATA
+    assert [r.getMessage() for r in caplog.records] == [
+        f"invalid privacy level from {source} (expected one of none, metadata, redacted, full);"
+        " using metadata"
+    ]
 
 
 def test_argument_wins_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,6 +205,63 @@ def test_none_is_never_more_than_metadata() -> None:
 
 
 # -- decisions on host-ish keys ----------------------------------------------------------------
+
+
+def test_metadata_kind_is_a_step_kind_or_other() -> None:
+    f = RunStepPrivacyFilter()
+    assert f.filter({"kind": "made_up"}) == {"kind": "other", "content_redacted": True}
+    assert f.filter({"kind": "llm"})["kind"] == "llm"
+
+
+def test_metadata_drops_host_keys_of_the_wrong_type_and_every_content_key() -> None:
+    # Numbers and bools are what an unknown snake_case key keeps; none of these keys has that
+    # rule, so none of these values may be kept under it.
+    step: dict[str, Any] = {
+        "kind": 3,
+        "round": 2.0,
+        "duration_ms": True,
+        "content_redacted": False,
+        "tool_is_error": 1,
+        "tool_call_id": 7,
+        "approval_digest": 5,
+        **dict.fromkeys(CONTENT_KEYS, 4),
+    }
+    assert RunStepPrivacyFilter().filter(step) == {"kind": "other", "content_redacted": True}
+
+
+def test_metadata_counts_tuples_like_lists() -> None:
+    step = {
+        "kind": "llm",
+        "messages_sent": ({"role": "user"},),
+        "tool_artifacts": ({"type": "table"}, {"type": "text"}),
+        "requested_tool_calls": ({"name": "echo"},),
+        "notes": ("tool calls not answered: no tools were offered",),
+    }
+    assert RunStepPrivacyFilter().filter(step) == {
+        "kind": "llm",
+        "content_redacted": True,
+        "messages_sent_count": 1,
+        "tool_artifacts_count": 2,
+        "tool_artifact_types": ["table", "text"],
+        "requested_tool_names": ["echo"],
+        "notes": ["tool calls not answered: no tools were offered"],
+    }
+
+
+def test_metadata_keeps_zero_token_counts() -> None:
+    step = {"kind": "llm", "usage": {"input_tokens": 0, "output_tokens": 1}}
+    assert RunStepPrivacyFilter().filter(step)["usage"] == {"input_tokens": 0, "output_tokens": 1}
+
+
+def test_a_call_id_with_a_lone_surrogate_still_gets_a_reference() -> None:
+    # A provider's JSON can decode to lone surrogates; the id's code points are hashed as they
+    # are (UTF-8 with surrogates passed through), and the filter never fails on them.
+    expected = "sha256:" + hashlib.sha256(b"call_\xed\xa0\x80").hexdigest()[:16]
+    assert call_reference("call_\ud800") == expected
+    step = {"kind": "approval", "tool_call_id": "call_\ud800", "approvals": {"call_\ud800": True}}
+    record = RunStepPrivacyFilter().filter(step)
+    assert record["tool_call_id"] == expected
+    assert record["approvals"] == {expected: True}
 
 
 @pytest.mark.parametrize(
@@ -307,6 +386,20 @@ def test_redactor_failure_falls_back_to_metadata_never_full(
     assert "SECRET-RESULT" not in repr(record)
 
 
+def test_a_redactor_failure_is_logged_with_its_type_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(value: object) -> object:
+        raise RuntimeError("SECRET-IN-REDACTOR-MESSAGE")
+
+    monkeypatch.setattr(privacy_module, "redact_value", boom)
+    with caplog.at_level(logging.WARNING, logger="nr_llm.privacy"):
+        RunStepPrivacyFilter(PrivacyLevel.REDACTED).filter(tool_step())
+    assert [r.getMessage() for r in caplog.records] == [
+        "redaction failed (RuntimeError); storing the metadata record"
+    ]
+
+
 def test_redactor_refusing_a_value_falls_back_to_metadata() -> None:
     step = tool_step(raw={"x": object()})  # not JSON: the redactor refuses it
     record = RunStepPrivacyFilter(PrivacyLevel.REDACTED).filter(step)
@@ -332,6 +425,16 @@ def test_termination_reason_rule_per_level() -> None:
         assert f.filter_reason(text) == UNRECOGNISED_REASON
         assert f.filter_reason("completed") == "completed"
         assert f.filter_reason(None) is None
+
+
+def test_a_redacted_termination_reason_is_the_redacted_text() -> None:
+    f = RunStepPrivacyFilter(PrivacyLevel.REDACTED)
+    # Not a reason code: the whole text, with the secret shapes masked.
+    assert f.filter_reason("failed for bob@example.com") == "failed for [REDACTED:email]"
+    assert f.filter_reason("provider error: key sk-ant-api03-" + "a" * 30) == (
+        "provider error: key [REDACTED:anthropic-key]"
+    )
+    assert f.filter_reason(42) == UNRECOGNISED_REASON  # type: ignore[arg-type]
 
 
 # -- property: METADATA holds only host vocabulary and numbers ---------------------------------
