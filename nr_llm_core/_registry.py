@@ -47,7 +47,6 @@ class Tool:
     argnames: tuple[str, ...]
     validate: Callable[[Any], Any]
     distribution: str | None
-    plugin: object = attrs.field(repr=False)
     enabled: bool = False
     # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
     # the limit to the worker, which is killed when it passes.
@@ -120,7 +119,6 @@ def build_tool(
         argnames=tuple(execute.argnames),
         validate=compile_schema(spec),
         distribution=distribution,
-        plugin=plugin,
     )
 
 

@@ -281,7 +281,6 @@ class ToolHost:
                 argnames=("arguments", "context"),
                 validate=compile_schema(spec),
                 distribution=dist,
-                plugin=remote,
                 remote=remote,
             )
             self._publish({**self._table, spec.name: tool})
