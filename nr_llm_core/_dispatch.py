@@ -22,6 +22,8 @@ logger = logging.getLogger("nr_llm.host")
 
 
 def invalid_arguments(name: str, reason: object) -> ToolResult:
+    """The error result for arguments the schema refused; ``reason`` is the validator's message
+    (``None`` or not a str: "schema mismatch")."""
     text = read_str(reason) or "schema mismatch"
     return ToolResult.error(
         f'Error: invalid arguments for tool "{name}": {short(text, MAX_REASON_CHARS)}'

@@ -424,7 +424,7 @@ class ToolHost:
         try:
             tool.validate(arguments)
         except Exception as exc:
-            return invalid_arguments(name, getattr(exc, "message", None) or "schema mismatch")
+            return invalid_arguments(name, getattr(exc, "message", None))
         limit = self.timeout if timeout is None else timeout
         try:
             if limit is not None:
