@@ -169,7 +169,8 @@ def resolve_privacy_level(value: PrivacyLevel | str | None = None) -> PrivacyLev
 
 def call_reference(call_id: str) -> str:
     """The stable reference stored for a tool call id at METADATA: ``sha256:<16 hex>``."""
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    # UTF-8 (str.encode's default), lone surrogates passed through: any id has a reference.
+    digest = hashlib.sha256(call_id.encode(errors="surrogatepass")).hexdigest()
     return f"sha256:{digest[:16]}"
 
 
@@ -250,12 +251,10 @@ class RunStepPrivacyFilter:
 
     def _redacted(self, step: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            redacted = redact_value(dict(step))
+            redacted: dict[str, Any] = redact_value(dict(step))  # a dict comes back a dict
         except Exception as exc:  # any failure: less is stored, never more
             logger.warning("redaction failed (%s); storing the metadata record", type(exc).__name__)
             return {**self._metadata(step), "redaction_failed": True}
-        if not isinstance(redacted, dict):  # pragma: no cover - redact_value keeps dicts dicts
-            return self._metadata(step)
         return redacted
 
     def _metadata(self, step: Mapping[str, Any]) -> dict[str, Any]:
