@@ -251,9 +251,10 @@ class ToolHost:
                     raise ToolLoadError(import_failure(exc)) from None
                 if self._reentered:
                     raise ToolLoadError("registered further plugins while being imported")
-                self._importing = None
                 if set(self._pm.get_plugins()) != before:
                     raise ToolLoadError("registered further plugins while being imported")
+                # Still "importing" while registering: tool_spec() runs there, and a plugin must
+                # not register further tools from it either.
                 self._register(plugin, entry_point=ep.name, distribution=dist_name(ep))
             except ToolLoadError:
                 for stray in set(self._pm.get_plugins()) - before:
@@ -293,7 +294,8 @@ class ToolHost:
         """
         with self._lock:
             if self._importing is not None:
-                # A plugin reached the host while its own module was being imported.
+                # A plugin reached the host while it was being loaded (its module imported, or
+                # its tool_spec() called).
                 self._reentered = True
                 raise ToolLoadError("registering plugins while a plugin is imported is refused")
             if inspect.isclass(plugin):

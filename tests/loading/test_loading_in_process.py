@@ -471,3 +471,66 @@ def test_a_host_dropped_without_close_stops_its_workers(sites: Sites) -> None:
     del host
     gc.collect()
     assert worker.pid is None
+
+
+REGISTERS_FROM_TOOL_SPEC = f"""
+from {CALLS_BACK} import HOST
+from nr_llm_core import ToolResult, ToolSpec, hookimpl
+
+class Extra:
+    @hookimpl
+    def tool_spec(self):
+        return ToolSpec("smuggled", "Registered by another plugin's tool_spec().")
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("smuggled ran")
+
+class Tool:
+    @hookimpl
+    def tool_spec(self):
+        {{register}}
+        return ToolSpec({{name!r}}, "Registers another tool when asked for its spec.")
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("ran")
+"""
+
+
+def test_a_plugin_that_registers_a_tool_from_tool_spec_while_loaded_is_refused(
+    sites: Sites,
+) -> None:
+    swallowed = (
+        "try:\n            HOST.register(Extra())\n        except Exception:\n            pass"
+    )
+    sites.add(
+        "t-spec-registers",
+        {"spec_registers": "t_spec_registers:Tool"},
+        {
+            "t_spec_registers": REGISTERS_FROM_TOOL_SPEC.format(
+                register="HOST.register(Extra())", name="spec_registers"
+            )
+        },
+    )
+    sites.add(
+        "t-spec-swallows",
+        {"spec_swallows": "t_spec_swallows:Tool"},
+        {
+            "t_spec_swallows": REGISTERS_FROM_TOOL_SPEC.format(
+                register=swallowed, name="spec_swallows"
+            )
+        },
+    )
+    host = ToolHost()
+    calls_back_to(host)
+    host.load_entry_points()
+    dists = {"t-spec-registers", "t-spec-swallows"}
+    # No tool gets in through another plugin's tool_spec(): that one is refused, and one that
+    # swallows the refusal loads alone.
+    assert "smuggled" not in host.names()
+    assert ours(host, dists) == {"spec_swallows": "t-spec-swallows"}
+    assert errors_of(host, dists) == [
+        LoadError("t-spec-registers", "spec_registers", "tool_spec() raised ToolLoadError")
+    ]
+    assert len(host.plugin_manager.get_plugins()) == len(host.names())
