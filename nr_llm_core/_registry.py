@@ -123,7 +123,8 @@ def build_tool(
 
 
 def dist_name(ep: Any) -> str | None:
-    dist = getattr(ep, "dist", None)
+    """The name of an entry point's distribution; ``None`` for one built without it."""
+    dist = ep.dist
     return None if dist is None else str(dist.name)
 
 
