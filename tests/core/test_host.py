@@ -221,20 +221,28 @@ def test_context_is_passed_to_tools_that_ask_for_it() -> None:
     assert seen == [(context, {"a": 1})]
 
 
+class Hangs:
+    """Hangs until released, or for ``HANG_SECONDS``: far past every timeout these tests set,
+    so that a seam that stopped applying its timeout fails the test instead of hanging it."""
+
+    HANG_SECONDS = 30.0
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    @hookimpl
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec("hang", "Hangs until released.")
+
+    @hookimpl
+    def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        self.release.wait(self.HANG_SECONDS)
+        return ToolResult.text("late")
+
+
 def test_a_tool_that_never_returns_times_out_and_the_host_goes_on() -> None:
     release = threading.Event()
-
-    class Hangs:
-        @hookimpl
-        def tool_spec(self) -> ToolSpec:
-            return ToolSpec("hang", "Hangs.")
-
-        @hookimpl
-        def execute(self, arguments: dict[str, Any]) -> ToolResult:
-            release.wait()
-            return ToolResult.text("late")
-
-    host = host_with(Hangs(), make_tool())
+    host = host_with(Hangs(release), make_tool())
     try:
         assert host.invoke("hang", {}, timeout=0.05).content == 'Error: tool "hang" timed out.'
         assert host.invoke("echo", {"text": "next"}).content == "next"
@@ -557,20 +565,6 @@ def test_a_tools_exception_is_logged_as_its_own_on_the_timeout_path_too(
     assert out.content == 'Error: tool "boom" failed.'
     (error,) = caplog.records
     assert error.getMessage().splitlines()[0] == "tool 'boom' raised: ValueError"
-
-
-class Hangs:
-    def __init__(self, release: threading.Event) -> None:
-        self.release = release
-
-    @hookimpl
-    def tool_spec(self) -> ToolSpec:
-        return ToolSpec("hang", "Hangs until released.")
-
-    @hookimpl
-    def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        self.release.wait()
-        return ToolResult.text("late")
 
 
 def test_the_hosts_timeout_applies_to_calls_that_give_none(
