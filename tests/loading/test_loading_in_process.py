@@ -306,7 +306,7 @@ def test_blocked_tools_from_the_argument_and_the_environment_are_not_even_import
 def test_discover_hands_its_options_to_the_host(sites: Sites) -> None:
     two_tools(sites)
     assert ToolHost.discover(timeout=7.5, autoload=False).timeout == 7.5
-    host = ToolHost.discover(disable=["good_tool"], enable=["module_tool"])
+    host = ToolHost.discover(disable=["good_tool"])
     assert not host.is_enabled("good_tool")
     assert host.is_enabled("module_tool")
 
