@@ -7,6 +7,7 @@ when it registers a plugin, and the isolation worker calls them in its own proce
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -133,11 +134,32 @@ def plain_message(exc: BaseException) -> bool:
 
 
 def import_failure(exc: BaseException) -> str:
-    """A load error's reason: the exception type, and the message only where the import system
-    wrote it (a missing module or attribute); a plugin's own exception text is not repeated."""
+    """A load error's reason: the exception type, and what the import system recorded in the
+    exception's fields (the missing module, or the module and attribute an entry point names).
+
+    Never the exception's message: a plugin can raise ``ImportError("...")`` with any text (a
+    key it failed to use, megabytes of output), and the reason reaches ``load_errors``,
+    ``nr-llm doctor`` and a WARNING log line. The fields are names, and they are bounded.
+    """
     reason = f"could not be imported: {type(exc).__name__}"
-    if type(exc) in (ImportError, ModuleNotFoundError, AttributeError) and plain_message(exc):
-        reason += f": {short(exc.args[0], MAX_REASON_CHARS)}"
+    name = getattr(exc, "name", None)
+    if type(name) is not str or not name:
+        return reason
+    if type(exc) is ModuleNotFoundError:
+        return f"{reason}: No module named {short(name, MAX_REASON_CHARS)!r}"
+    if type(exc) is ImportError:
+        return f"{reason}: cannot import from {short(name, MAX_REASON_CHARS)!r}"
+    module = getattr(exc, "obj", None)
+    if type(exc) is AttributeError and isinstance(module, types.ModuleType):
+        try:  # the spec the import system gave the module (a plugin's module may be odd)
+            where = module.__spec__.name  # type: ignore[union-attr]
+        except Exception:
+            where = None
+        if type(where) is str:
+            return (
+                f"{reason}: module {short(where, MAX_REASON_CHARS)!r} "
+                f"has no attribute {short(name, MAX_REASON_CHARS)!r}"
+            )
     return reason
 
 
