@@ -660,3 +660,54 @@ def test_tool_switches_from_the_environment_are_comma_separated(
         make_tool("in_g2", group="g2"),
     )
     assert host.permitted() == ["c", "off1", "off2"]
+
+
+# -- a load error's reason ------------------------------------------------------------------------
+
+
+def test_an_import_failures_reason_holds_only_the_import_systems_names() -> None:
+    import json
+    import types
+
+    from nr_llm_core._registry import import_failure
+
+    secret = "sk-live-CANARY-reason-0001"
+    assert import_failure(ImportError(secret)) == "could not be imported: ImportError"
+    assert (
+        import_failure(ModuleNotFoundError(secret)) == "could not be imported: ModuleNotFoundError"
+    )
+    assert import_failure(AttributeError(secret)) == "could not be imported: AttributeError"
+    assert import_failure(RuntimeError(secret)) == "could not be imported: RuntimeError"
+    assert import_failure(ModuleNotFoundError(secret, name="nr_llm_missing")) == (
+        "could not be imported: ModuleNotFoundError: No module named 'nr_llm_missing'"
+    )
+    assert import_failure(ImportError(secret, name="json")) == (
+        "could not be imported: ImportError: cannot import from 'json'"
+    )
+    assert import_failure(AttributeError(secret, name="Nope", obj=json)) == (
+        "could not be imported: AttributeError: module 'json' has no attribute 'Nope'"
+    )
+    # Only a module's own spec names it; an attribute missing from anything else, an empty
+    # name, a name that is not a str, or a module without a spec give the type alone.
+    assert import_failure(AttributeError(secret, name="x", obj=object())) == (
+        "could not be imported: AttributeError"
+    )
+    assert import_failure(ModuleNotFoundError(secret, name="")) == (
+        "could not be imported: ModuleNotFoundError"
+    )
+    odd = ModuleNotFoundError(secret)
+    odd.name = 42  # type: ignore[assignment]
+    assert import_failure(odd) == "could not be imported: ModuleNotFoundError"
+    bare = types.ModuleType("bare")
+    bare.__spec__ = None
+    assert import_failure(AttributeError(secret, name="x", obj=bare)) == (
+        "could not be imported: AttributeError"
+    )
+
+    # Subclasses are not the import system's own: the type alone.
+    class Custom(ModuleNotFoundError):
+        pass
+
+    assert import_failure(Custom(secret, name="pkg")) == "could not be imported: Custom"
+    # Long names are cut.
+    assert len(import_failure(ModuleNotFoundError(name="m" * 5_000))) < 400
