@@ -709,5 +709,12 @@ def test_an_import_failures_reason_holds_only_the_import_systems_names() -> None
         pass
 
     assert import_failure(Custom(secret, name="pkg")) == "could not be imported: Custom"
+
+    class OwnAttributeError(AttributeError):
+        pass
+
+    assert import_failure(OwnAttributeError(secret, name="x", obj=json)) == (
+        "could not be imported: OwnAttributeError"
+    )
     # Long names are cut.
     assert len(import_failure(ModuleNotFoundError(name="m" * 5_000))) < 400
