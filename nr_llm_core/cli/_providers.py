@@ -103,63 +103,54 @@ def make_provider(
     raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
 
 
-def _checked_proxy(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if not value:
-        return None  # unset, or "" to turn NR_LLM_PROXY off for one command
-    try:
-        return check_proxy_url(value)
-    except ValueError as exc:
-        # The message never holds the URL; the hint says where the value came from.
-        from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
-        raise click.BadParameter(
-            str(exc), ctx=ctx, param=param, param_hint=PROXY_ENV_VAR if from_env else "'--proxy'"
-        ) from None
+def _env_option(
+    flag: str, metavar: str, envvar: str, check: Callable[[str], str], help: str
+) -> Callable[[F], F]:
+    """``flag VALUE`` defaulting to ``$envvar``, checked by ``check`` before the command runs;
+    ``''`` turns the variable off for one command. A ``ValueError`` from ``check`` becomes a
+    usage error (exit code 2) whose hint names where the value came from: the flag or the
+    variable. Its message is ``check``'s own (which decides whether the value may show)."""
 
+    def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if not value:
+            return None
+        try:
+            return check(value)
+        except ValueError as exc:
+            from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
+            raise click.BadParameter(
+                str(exc), ctx=ctx, param=param, param_hint=envvar if from_env else f"'{flag}'"
+            ) from None
 
-def proxy_option(func: F) -> F:
-    """``--proxy URL``, default ``$NR_LLM_PROXY``, checked before the command runs."""
-    option = click.option(
-        "--proxy",
-        metavar="URL",
-        envvar=PROXY_ENV_VAR,
+    return click.option(
+        flag,
+        metavar=metavar,
+        envvar=envvar,
         show_envvar=True,
         default=None,
-        callback=_checked_proxy,
-        help="Send the HTTP providers' requests through this http:// or https:// proxy "
-        "(user:password@ allowed; '' for none). HTTP_PROXY and HTTPS_PROXY are ignored.",
+        callback=checked,
+        help=help,
     )
-    return option(func)
 
 
-def _checked_ca_bundle(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if not value:
-        return None  # unset, or "" to turn NR_LLM_CA_BUNDLE off for one command
-    try:
-        return check_ca_bundle(value)
-    except ValueError as exc:
-        # The path is the user's own: the message names it, and the hint its source.
-        from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
-        raise click.BadParameter(
-            str(exc),
-            ctx=ctx,
-            param=param,
-            param_hint=CA_BUNDLE_ENV_VAR if from_env else "'--ca-bundle'",
-        ) from None
-
-
-def ca_bundle_option(func: F) -> F:
-    """``--ca-bundle PATH``, default ``$NR_LLM_CA_BUNDLE``, checked before the command runs."""
-    option = click.option(
-        "--ca-bundle",
-        metavar="PATH",
-        envvar=CA_BUNDLE_ENV_VAR,
-        show_envvar=True,
-        default=None,
-        callback=_checked_ca_bundle,
-        help="A PEM file of CA certificates the HTTP providers trust besides the default ones "
-        "(a corporate or internal CA; '' for none). SSL_CERT_FILE and SSL_CERT_DIR are ignored.",
-    )
-    return option(func)
+# The proxy's message never holds the URL (it may carry credentials); the CA bundle's names
+# the path, which is the user's own.
+proxy_option = _env_option(
+    "--proxy",
+    "URL",
+    PROXY_ENV_VAR,
+    check_proxy_url,
+    "Send the HTTP providers' requests through this http:// or https:// proxy "
+    "(user:password@ allowed; '' for none). HTTP_PROXY and HTTPS_PROXY are ignored.",
+)
+ca_bundle_option = _env_option(
+    "--ca-bundle",
+    "PATH",
+    CA_BUNDLE_ENV_VAR,
+    check_ca_bundle,
+    "A PEM file of CA certificates the HTTP providers trust besides the default ones "
+    "(a corporate or internal CA; '' for none). SSL_CERT_FILE and SSL_CERT_DIR are ignored.",
+)
 
 
 def provider_options(func: F) -> F:
