@@ -45,8 +45,12 @@ class EncodeError(ValueError):
 
 def encode_json_str(value: Any) -> str:
     """Encode ``value`` as compact JSON text, refusing NaN, infinities and non-JSON types."""
+    return _encode(_ENCODER, value)
+
+
+def _encode(encoder: json.JSONEncoder, value: Any) -> str:
     try:
-        return _ENCODER.encode(value)
+        return encoder.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(f"not encodable as JSON: {type(exc).__name__}") from None
 
@@ -64,11 +68,9 @@ def encode_json_ascii(value: Any) -> str:
     character (controls, DEL, C1, bidi overrides, zero-width …) is a ``\\uXXXX`` escape, so
     tool text shows as data and never acts on the terminal. The same JSON value as
     :func:`encode_json_str`."""
-    try:
-        text = _ASCII_ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise EncodeError(f"not encodable as JSON: {type(exc).__name__}") from None
-    return text.replace("\x7f", "\\u007f")  # the one ASCII control the encoder leaves
+    return _encode(_ASCII_ENCODER, value).replace(
+        "\x7f", "\\u007f"
+    )  # the one ASCII control the encoder leaves
 
 
 def decode_json(data: str | bytes) -> Any:

@@ -10,6 +10,7 @@ import enum
 import math
 import tracemalloc
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -401,13 +402,23 @@ def test_a_cycle_gives_the_marker() -> None:
 # -- size ---------------------------------------------------------------------------------------
 
 
-def peak_bytes(data: Any) -> int:
+def peak_while(refuse: Callable[[], Any]) -> int:
+    """The peak of memory traced while ``refuse()`` runs; it must give the too-large marker."""
     tracemalloc.start()
     try:
-        assert walk(data) == TOO_LARGE
+        assert refuse() == TOO_LARGE
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def peak_bytes(data: Any) -> int:
+    return peak_while(lambda: walk(data))
+
+
+def shared_graph_peak(inner: Any) -> int:
+    """Refusing ``inner`` shared by a thousand dicts (dicts between: no row fast path)."""
+    return peak_bytes({"x": [{"y": inner}] * 1_000})
 
 
 def test_huge_inputs_are_refused_before_being_copied() -> None:
@@ -569,7 +580,10 @@ def padded_to(size: int, data: dict[str, Any]) -> Artifact:
 
 @pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
 def test_every_shape_at_exactly_the_limit_is_kept(shape: Any) -> None:
-    data = shape(8_000)
+    assert_kept_at_exactly_the_limit(shape(8_000))
+
+
+def assert_kept_at_exactly_the_limit(data: dict[str, Any]) -> None:
     exact = bounded(padded_to(MAX_ARTIFACT_BYTES, data))
     assert exact not in (UNENCODABLE, TOO_LARGE)
     assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
@@ -594,15 +608,7 @@ SHARED = {
 
 @pytest.mark.parametrize("make", SHARED.values(), ids=SHARED.keys())
 def test_shared_references_are_refused_within_the_budget(make: Any) -> None:
-    inner = make()
-    graph = {"x": [{"y": inner}] * 1_000}  # dicts between: no row fast path
-    tracemalloc.start()
-    try:
-        assert walk(graph) == TOO_LARGE
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 2_000_000  # a budget's worth of copies, never the expansion
+    assert shared_graph_peak(make()) < 2_000_000  # a budget's worth of copies, never the expansion
 
 
 @pytest.mark.parametrize("where", ["key", "label", "value"])
@@ -613,13 +619,7 @@ def test_a_one_gib_string_anywhere_is_refused_without_a_copy(where: str) -> None
         "label": lambda: forged_artifact({}, label=huge),
         "value": lambda: forged_artifact({"k": [huge]}),
     }[where]()
-    tracemalloc.start()
-    try:
-        assert bounded(artifact) == TOO_LARGE
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 100_000
+    assert peak_while(lambda: bounded(artifact)) < 100_000
 
 
 # -- subclasses of JSON types are charged and counted like their bases ---------------------------
@@ -667,11 +667,7 @@ SUB_SHAPES = {
 
 @pytest.mark.parametrize("shape", SUB_SHAPES.values(), ids=SUB_SHAPES.keys())
 def test_subclass_shapes_at_exactly_the_limit_are_kept(shape: Any) -> None:
-    data = shape(8_000)
-    exact = bounded(padded_to(MAX_ARTIFACT_BYTES, data))
-    assert exact not in (UNENCODABLE, TOO_LARGE)
-    assert len(encode_json(exact)) == MAX_ARTIFACT_BYTES
-    assert bounded(padded_to(MAX_ARTIFACT_BYTES + 1, data)) == TOO_LARGE
+    assert_kept_at_exactly_the_limit(shape(8_000))
 
 
 @pytest.mark.parametrize("container", [SubList, SubTuple, tuple])
@@ -715,14 +711,7 @@ SUB_SHARED = {
 
 @pytest.mark.parametrize("make", SUB_SHARED.values(), ids=SUB_SHARED.keys())
 def test_shared_subclass_references_are_refused_within_the_budget(make: Any) -> None:
-    graph = {"x": [{"y": make()}] * 1_000}
-    tracemalloc.start()
-    try:
-        assert walk(graph) == TOO_LARGE
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 2_000_000
+    assert shared_graph_peak(make()) < 2_000_000
 
 
 # -- too many artifacts ---------------------------------------------------------------------------
