@@ -13,10 +13,11 @@ from typing import Any
 from nr_llm_core._logging import log_exception
 from nr_llm_core._registry import MAX_REASON_CHARS, Tool, plain_message, short
 from nr_llm_core.bounding import read_str
+from nr_llm_core.errors import TimedOut
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.results import ToolResult
 
-__all__ = ["TimedOut", "call_tool", "call_with_timeout", "invalid_arguments", "log_failure"]
+__all__ = ["call_tool", "call_with_timeout", "invalid_arguments", "log_failure"]
 
 logger = logging.getLogger("nr_llm.host")
 
@@ -36,10 +37,6 @@ def call_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext | None
     if tool.argnames[0] == "arguments":
         return tool.execute(arguments, context)
     return tool.execute(context, arguments)
-
-
-class TimedOut(Exception):
-    """The call did not return within its limit."""
 
 
 def call_with_timeout(

@@ -8,7 +8,8 @@
      │    ├── ProviderResponseError    the answer was not a response nr-llm can read
      │    └── ProviderUnavailableError 429/5xx, timeouts, refused connections, after retries
      ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
-     └── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
+     ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
+     └── TimedOut             internal: a tool call passed its limit (never leaves invoke())
 
 Every ``ProviderError`` message is written by nr-llm: it never holds an API key, a URL or a
 response body (at most a short, identifier-shaped error code the provider sent).
@@ -27,6 +28,7 @@ __all__ = [
     "ProviderRequestError",
     "ProviderResponseError",
     "ProviderUnavailableError",
+    "TimedOut",
     "ToolLoadError",
 ]
 
@@ -92,3 +94,13 @@ class ProviderUnavailableError(ProviderError):
 class ApprovalError(NrLlmError, ValueError):
     """Raised by ``ToolLoop.resume()`` when the approval does not match the suspended turn
     (a stale or mismatched digest, an unknown call id, a state that was altered)."""
+
+
+class TimedOut(NrLlmError):
+    """A tool call did not return within its limit.
+
+    Raised inside the host by the in-process timeout and the isolated worker's client, and
+    turned into the ``timed out.`` error result by ``ToolHost.invoke()``: it never reaches a
+    caller of ``invoke()``. It lives here, with the other shared error types, so that every
+    layer can raise it without importing the dispatcher.
+    """

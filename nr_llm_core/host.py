@@ -21,7 +21,6 @@ import attrs
 import pluggy
 
 from nr_llm_core._dispatch import (
-    TimedOut,
     call_tool,
     call_with_timeout,
     invalid_arguments,
@@ -38,7 +37,7 @@ from nr_llm_core._registry import (
     short,
 )
 from nr_llm_core.bounding import bound_result, read_str
-from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.errors import TimedOut, ToolLoadError
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
 from nr_llm_core.isolation.policy import IsolationPolicy, as_policy
 from nr_llm_core.results import ToolResult, ToolSpec

@@ -19,7 +19,7 @@ from typing import Any, Final
 import click
 
 from nr_llm_core.cli._output import render_table, status, visible
-from nr_llm_core.cli.runs import db_option
+from nr_llm_core.cli._store import db_option
 from nr_llm_core.encoding import decode_json
 
 __all__ = ["demo"]
@@ -87,7 +87,7 @@ def demo(privacy: str | None, db: Path | None) -> None:
     from builtin_tools._config import DEFAULT_DEMO_DB, ENV_RECORDS_DB
     from builtin_tools.demo_db import ensure_demo_db
     from nr_llm_core.audit import default_db_path
-    from nr_llm_core.cli.run import open_store
+    from nr_llm_core.cli._store import open_store
     from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
     from nr_llm_core.privacy import resolve_privacy_level

@@ -3,54 +3,24 @@
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
 terminal. To add a ``runs`` subcommand, decorate it with ``@runs.command(...)`` and
-:func:`db_option`, and open the store with :func:`open_persister`.
+:func:`~nr_llm_core.cli._store.db_option`, and open the store with
+:func:`~nr_llm_core.cli._store.open_persister`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from nr_llm_core.audit import AgentRunPersister, AuditStoreError, default_db_path
 from nr_llm_core.cli._output import render_table, status, visible
 from nr_llm_core.cli._providers import make_provider, provider_options
+from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
-__all__ = ["approve_run", "db_option", "deny_run", "open_persister", "privacy", "runs"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def db_option(func: F) -> F:
-    """The ``--db PATH`` option (default: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``)."""
-    option = click.option(
-        "--db",
-        "db",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="The audit database (default: $NR_LLM_DB, else ./.nr-llm/audit.db).",
-    )
-    return option(func)
-
-
-def open_persister(db: Path | None, *, create: bool = False) -> AgentRunPersister | None:
-    """The store at ``db`` (or the default path); ``None`` if it does not exist and
-    ``create`` is false, so that reading never creates an empty database."""
-    path = db if db is not None else default_db_path()
-    if not create and not path.exists():
-        return None
-    try:
-        return AgentRunPersister(path)
-    except AuditStoreError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def _no_database(db: Path | None) -> None:
-    path = db if db is not None else default_db_path()
-    click.echo(f"No audit database at {visible(str(path), keep_newlines=False)}.")
+__all__ = ["approve_run", "deny_run", "privacy", "runs"]
 
 
 @click.group()
@@ -65,7 +35,7 @@ def list_runs(db: Path | None, limit: int) -> None:
     """The most recent runs."""
     store = open_persister(db)
     if store is None:
-        _no_database(db)
+        no_database(db)
         return
     with store:
         records = store.list_runs(limit)
@@ -101,7 +71,7 @@ def show_run(run_id: str, db: Path | None) -> None:
     """One run and its steps, each exactly as stored (JSON, one per step)."""
     store = open_persister(db)
     if store is None:
-        _no_database(db)
+        no_database(db)
         raise SystemExit(1)
     with store:
         record = store.get_run(run_id)
@@ -133,7 +103,7 @@ def show_run(run_id: str, db: Path | None) -> None:
 def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, options: Any) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.approval import SuspendedRunState
-    from nr_llm_core.cli.run import report
+    from nr_llm_core.cli._report import report
     from nr_llm_core.errors import ApprovalError
     from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
@@ -142,7 +112,7 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
 
     store = open_persister(db)
     if store is None:
-        _no_database(db)
+        no_database(db)
         raise SystemExit(1)
     with store:
         data = store.load_suspended(run_id)
@@ -218,7 +188,7 @@ def purge(days: float, db: Path | None) -> None:
     """Delete old runs and their steps (the freed bytes are overwritten)."""
     store = open_persister(db)
     if store is None:
-        _no_database(db)
+        no_database(db)
         return
     with store:
         deleted = store.purge(days)

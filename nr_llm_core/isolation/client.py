@@ -23,9 +23,8 @@ from typing import Any, final
 
 import attrs
 
-from nr_llm_core._dispatch import TimedOut
 from nr_llm_core.bounding import coerce_utf8, read_str
-from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.errors import TimedOut, ToolLoadError
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.isolation.frames import (
     PIPE_CLOSED,

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from nr_llm_core.cli import main
-from nr_llm_core.cli.run import report as _report
+from nr_llm_core.cli._report import report as _report
 
 from ._tools import Writer
 from ._wire import Reply, WireServer

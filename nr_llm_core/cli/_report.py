@@ -1,0 +1,75 @@
+"""How a finished, failed or suspended run is printed: its answer, compact trace and waits."""
+
+from __future__ import annotations
+
+import click
+
+from nr_llm_core.cli._output import visible
+from nr_llm_core.encoding import encode_json_str
+from nr_llm_core.loop import ToolLoopResult
+from nr_llm_core.trace import RunStep, StepKind
+
+__all__ = ["report"]
+
+
+_PREVIEW_CHARS = 80
+
+
+def _preview(text: str) -> str:
+    line = visible(text, keep_newlines=False)
+    return line if len(line) <= _PREVIEW_CHARS else line[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _step_line(step: RunStep) -> str | None:
+    d = step.to_dict()
+    if step.kind is StepKind.LLM:
+        calls = d.get("requested_tool_calls") or []
+        what = (
+            "asks for " + ", ".join(visible(str(c.get("name", "?"))) for c in calls)
+            if calls
+            else "answers"
+        )
+        return f"  {step.round:>2} model  {what}"
+    if step.kind is StepKind.TOOL:
+        mark = " (error)" if d.get("tool_is_error") else ""
+        name = visible(str(d.get("tool_name")))
+        return f"  {step.round:>2} tool   {name}{mark}: {_preview(str(d.get('tool_result', '')))}"
+    if step.kind is StepKind.APPROVAL:
+        return f"  {step.round:>2} approval {visible(encode_json_str(d.get('approvals', {})))}"
+    if step.kind is StepKind.ERROR:
+        return f"  {step.round:>2} error  {visible(str(d.get('reason', '')))}"
+    return None  # request steps repeat the conversation; not shown
+
+
+def report(result: ToolLoopResult) -> None:
+    """Print a run's answer, its compact trace, and what it waits for."""
+    if result.content:
+        click.echo(visible(result.content))
+    click.echo("")
+    click.echo(f"trace (run {visible(result.run_id)}):")
+    for step in result.trace.steps if result.trace is not None else ():
+        line = _step_line(step)
+        if line is not None:
+            click.echo(line)
+    usage = result.usage
+    summary = (
+        f"{result.termination_reason.value} after {result.iterations} completion(s); "
+        f"tokens {usage.input_tokens} in / {usage.output_tokens} out"
+    )
+    if result.truncated:
+        summary += "; truncated at the round cap"
+    click.echo(summary)
+    if result.error:
+        click.echo(f"error: {visible(result.error)}", err=True)
+    state = result.suspended
+    if state is not None:
+        click.echo(f"awaiting approval (digest {state.digest}):")
+        click.echo(
+            f"  decide with: nr-llm runs approve|deny {visible(result.run_id)} "
+            f"--digest {state.digest}"
+        )
+        waiting = set(state.needs_approval)
+        for call in state.pending:
+            flag = "needs approval" if call.id in waiting else "runs on resume"
+            args = _preview(encode_json_str(call.arguments))
+            click.echo(f"  {visible(call.id)}  {visible(call.name)} {args}  [{flag}]")
