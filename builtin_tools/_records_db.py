@@ -1,6 +1,6 @@
 """The records tools' database access: engines, the permitted schema, and cell formatting.
 
-SQLAlchemy is imported inside functions only, so that ``import builtin_tools`` (and tool
+SQLAlchemy is imported inside functions only, so that ``import nr_llm_builtins`` (and tool
 discovery) stays cheap. No SQL is ever built from model text: a name the model gives is looked
 up in the reflected schema and only the schema's own name is used, always as a quoted
 identifier; every value is a bound parameter.
@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import attrs
 
-from builtin_tools._config import RecordsConfig, records_config
-from builtin_tools.demo_db import ensure_demo_db
+from ._config import RecordsConfig, records_config
+from .demo_db import ensure_demo_db
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -37,7 +37,7 @@ __all__ = [
     "table_schema",
 ]
 
-logger = logging.getLogger("nr_llm.builtin_tools.records")
+logger = logging.getLogger("nr_llm.builtins.records")
 
 TABLE_REFUSED: Final = "Table not found or not permitted."
 _MAX_TABLES: Final = 500

@@ -13,9 +13,10 @@ import math
 import uuid
 from typing import Any, Final
 
-from builtin_tools._records_db import TableSchema
 from nr_llm_core.encoding import encode_json
 from nr_llm_core.results import Artifact, ToolResult
+
+from ._records_db import TableSchema
 
 __all__ = [
     "MAX_CELL_CHARS",

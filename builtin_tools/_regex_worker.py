@@ -3,7 +3,7 @@
 CPython's ``re`` engine cannot be interrupted: a catastrophically backtracking pattern holds
 the interpreter inside one C call, so neither a thread timeout nor a signal handler stops it
 (signal handlers only run between bytecodes). A process can be killed, so the match loop runs
-here, started by :mod:`builtin_tools.files` with ``subprocess.run(..., timeout=...)``.
+here, started by :mod:`nr_llm_builtins.files` with ``subprocess.run(..., timeout=...)``.
 
 It reads no file: the parent, which enforces the root confinement, sends the already-read texts
 on stdin as JSON ``{"pattern", "ignore_case", "limit", "files": [[path, text], …]}`` and gets

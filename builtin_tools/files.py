@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final, final
 
-from builtin_tools import _regex_worker
-from builtin_tools._config import files_root, search_timeout
 from nr_llm_core.hooks import hookimpl
 from nr_llm_core.results import Artifact, DataClass, ToolResult, ToolSpec
+
+from . import _regex_worker
+from ._config import files_root, search_timeout
 
 __all__ = ["ListFiles", "ReadFile", "SearchFiles", "resolve_in_root"]
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Final, final
 
-from builtin_tools._records_db import (
+from nr_llm_core.hooks import hookimpl
+from nr_llm_core.results import Artifact, DataClass, ToolResult, ToolSpec
+
+from ._records_db import (
     TABLE_REFUSED,
     DatabaseUnavailable,
     TableSchema,
@@ -19,7 +22,7 @@ from builtin_tools._records_db import (
     quoted_table,
     table_schema,
 )
-from builtin_tools._records_format import (
+from ._records_format import (
     SEP,
     excerpt,
     format_cell,
@@ -28,8 +31,6 @@ from builtin_tools._records_format import (
     render_records,
     scalar_problem,
 )
-from nr_llm_core.hooks import hookimpl
-from nr_llm_core.results import Artifact, DataClass, ToolResult, ToolSpec
 
 __all__ = ["DescribeTable", "ListTables", "ReadRecords", "SearchRecords", "UpdateRecord"]
 

@@ -14,10 +14,11 @@ import platform
 import threading
 from typing import Any, Final, final
 
-from builtin_tools._config import CREDENTIAL_PATTERNS, matches_any
 from nr_llm_core.hooks import hookimpl
 from nr_llm_core.redaction import mask_secrets
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
+
+from ._config import CREDENTIAL_PATTERNS, matches_any
 
 __all__ = ["GetEnv", "GetEnvRaw", "SystemStatus"]
 

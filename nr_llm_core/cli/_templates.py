@@ -103,6 +103,13 @@ pytest
 nr-llm tools run $name --args '{"text": "to be or not to be"}'
 ```
 
+The package depends on `nr-llm`. Where `nr-llm` is not on your package index yet, point pip at
+a directory holding its wheel (`python -m build` in an nr-llm clone writes one to `dist/`):
+
+```sh
+pip install --find-links /path/to/nr-llm/dist -e '.[test]'
+```
+
 - `src/$module/__init__.py`: the tool, one `@tool` function.
 - `pyproject.toml`: the `nr_llm.tool` entry point `$name = "$module:$name"`. The entry-point
   name must equal the tool's name.

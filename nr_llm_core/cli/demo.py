@@ -1,7 +1,8 @@
 """``nr-llm demo``: the whole pipeline on the embedded defaults, shown one tool call at a time.
 
-It prepares the demo shop database, runs the scripted provider's demo over the builtin tools
-through the real loop, seam, privacy filter and audit store, and shows for every tool call,
+It runs the scripted provider's demo over the builtin tools (the records tools build the demo
+shop database on first use when ``NR_LLM_RECORDS_DB`` is unset) through the real loop, seam,
+privacy filter and audit store, and shows for every tool call,
 side by side: the content the model got, the artifacts that stayed behind, and the record as
 the audit store persisted it at the current privacy level.
 """
@@ -9,7 +10,6 @@ the audit store persisted it at the current privacy level.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import textwrap
 from itertools import zip_longest
@@ -84,8 +84,6 @@ def _show_call(number: int, name: str, got: str, left: list[str], stored: Any, l
 def demo(privacy: str | None, db: Path | None) -> None:
     """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
     # Imported here: `nr-llm --help` stays light.
-    from builtin_tools._config import DEFAULT_DEMO_DB, ENV_RECORDS_DB
-    from builtin_tools.demo_db import ensure_demo_db
     from nr_llm_core.audit import default_db_path
     from nr_llm_core.cli._store import open_store
     from nr_llm_core.host import ToolHost
@@ -94,9 +92,6 @@ def demo(privacy: str | None, db: Path | None) -> None:
     from nr_llm_core.providers import ScriptedProvider
 
     level = resolve_privacy_level(privacy)
-    with status("Preparing the demo shop database"):
-        if not os.environ.get(ENV_RECORDS_DB):
-            ensure_demo_db(DEFAULT_DEMO_DB)
     with status("Loading the tools"):
         host = ToolHost.discover()
     store_path = db if db is not None else default_db_path()

@@ -63,3 +63,7 @@ def new_tool(name: str, directory: Path) -> None:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         click.echo(f"created {path}")
     click.echo(f"\nNext:\n  cd {root}\n  pip install -e '.[test]'\n  pytest")
+    click.echo(
+        "\n(nr-llm not on your package index yet? Build its wheel in a clone with\n"
+        "`python -m build` and add `--find-links /path/to/nr-llm/dist` to the pip install.)"
+    )

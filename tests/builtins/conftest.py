@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from builtin_tools.demo_db import build_demo_db
-from builtin_tools.files import ListFiles, ReadFile, SearchFiles
-from builtin_tools.records import (
+from nr_llm_builtins.demo_db import build_demo_db
+from nr_llm_builtins.files import ListFiles, ReadFile, SearchFiles
+from nr_llm_builtins.records import (
     DescribeTable,
     ListTables,
     ReadRecords,
     SearchRecords,
     UpdateRecord,
 )
-from builtin_tools.system import GetEnv, GetEnvRaw, SystemStatus
-from builtin_tools.utility import Calculate, CurrentTime
+from nr_llm_builtins.system import GetEnv, GetEnvRaw, SystemStatus
+from nr_llm_builtins.utility import Calculate, CurrentTime
 from nr_llm_core import ToolHost, ToolResult
 
 ALL_TOOLS = (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from builtin_tools.files import resolve_in_root
+from nr_llm_builtins.files import resolve_in_root
 from nr_llm_core import ToolResult
 
 Invoke = Callable[[str, Any], ToolResult]

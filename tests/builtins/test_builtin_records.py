@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builtin_tools._config import matches_any
-from builtin_tools._records_format import format_cell
-from builtin_tools.demo_db import build_demo_db
+from nr_llm_builtins._config import matches_any
+from nr_llm_builtins._records_format import format_cell
+from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core import ArtifactType, ToolResult
 from nr_llm_core.encoding import encode_json
 
@@ -258,7 +258,7 @@ def test_host_can_add_sensitive_tables_and_columns(
     ],
 )
 def test_credential_patterns(name: str, hidden: bool) -> None:
-    from builtin_tools._config import CREDENTIAL_PATTERNS
+    from nr_llm_builtins._config import CREDENTIAL_PATTERNS
 
     assert matches_any(name, CREDENTIAL_PATTERNS) is hidden
 
@@ -336,7 +336,7 @@ def test_update_record_refusals(
 
 
 def test_update_record_is_off_by_default_and_needs_approval() -> None:
-    from builtin_tools.records import UpdateRecord
+    from nr_llm_builtins.records import UpdateRecord
     from nr_llm_core import ToolHost
 
     host = ToolHost()
@@ -350,7 +350,7 @@ def test_update_record_is_off_by_default_and_needs_approval() -> None:
 def test_reading_connection_is_read_only(shop_db: Path) -> None:
     import sqlalchemy as sa
 
-    from builtin_tools._records_db import QueryFailed, connect
+    from nr_llm_builtins._records_db import QueryFailed, connect
 
     with pytest.raises(QueryFailed), connect() as (conn, _):
         conn.execute(sa.text("DELETE FROM customers"))

@@ -91,8 +91,8 @@ def test_switches_from_code_and_environment_combine(monkeypatch: pytest.MonkeyPa
 
 def test_importing_the_builtins_does_not_import_sqlalchemy() -> None:
     code = (
-        "import sys, builtin_tools, builtin_tools.records, builtin_tools.files, "
-        "builtin_tools.system, builtin_tools.utility\n"
+        "import sys, nr_llm_builtins, nr_llm_builtins.records, nr_llm_builtins.files, "
+        "nr_llm_builtins.system, nr_llm_builtins.utility\n"
         "from nr_llm_core import ToolHost\n"
         "ToolHost.discover()\n"
         "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported'\n"
@@ -103,16 +103,16 @@ def test_importing_the_builtins_does_not_import_sqlalchemy() -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "builtin_tools",
-        "builtin_tools._config",
-        "builtin_tools._records_db",
-        "builtin_tools._records_format",
-        "builtin_tools._regex_worker",
-        "builtin_tools.demo_db",
-        "builtin_tools.files",
-        "builtin_tools.records",
-        "builtin_tools.system",
-        "builtin_tools.utility",
+        "nr_llm_builtins",
+        "nr_llm_builtins._config",
+        "nr_llm_builtins._records_db",
+        "nr_llm_builtins._records_format",
+        "nr_llm_builtins._regex_worker",
+        "nr_llm_builtins.demo_db",
+        "nr_llm_builtins.files",
+        "nr_llm_builtins.records",
+        "nr_llm_builtins.system",
+        "nr_llm_builtins.utility",
     ],
 )
 def test_every_module_declares_all(module: str) -> None:

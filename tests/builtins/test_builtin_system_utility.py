@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from builtin_tools.system import masked_value
-from builtin_tools.utility import CalculationError, evaluate
+from nr_llm_builtins.system import masked_value
+from nr_llm_builtins.utility import CalculationError, evaluate
 from nr_llm_core import ToolResult
 
 Invoke = Callable[[str, Any], ToolResult]
@@ -83,7 +83,7 @@ def test_get_env_caps_long_values(invoke: Invoke, monkeypatch: pytest.MonkeyPatc
 def test_get_env_raw_is_unmasked_secret_adjacent_and_off_by_default(
     invoke: Invoke, secret_env: None
 ) -> None:
-    from builtin_tools.system import GetEnvRaw
+    from nr_llm_builtins.system import GetEnvRaw
     from nr_llm_core import DataClass, ToolHost
 
     raw = invoke("get_env_raw", {"name": "NRT_DB_PASSWORD"})
@@ -110,7 +110,7 @@ def test_masking_finishes_on_pathological_input(value: str) -> None:
     # one milliseconds. The subprocess timeout only turns a hang into a failure.
     script = (
         "import sys\n"
-        "from builtin_tools.system import masked_value\n"
+        "from nr_llm_builtins.system import masked_value\n"
         "masked_value('NRT_X', sys.stdin.read())\n"
         "print('ok')\n"
     )

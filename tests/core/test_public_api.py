@@ -62,7 +62,7 @@ HEAVY = [
     "sqlite3",
     "importlib_metadata",
     "nr_llm_core.cli",
-    "builtin_tools",
+    "nr_llm_builtins",
 ]
 
 

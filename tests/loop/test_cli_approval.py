@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from builtin_tools.demo_db import build_demo_db
+from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core.cli import main
 
 UPDATE = {

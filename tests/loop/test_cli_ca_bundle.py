@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from builtin_tools.demo_db import build_demo_db
+from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core.cli import main
 from nr_llm_core.cli.playground import _providers
 
