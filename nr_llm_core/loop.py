@@ -4,8 +4,11 @@ Only a result's ``content`` re-enters the conversation, through
 :meth:`ChatMessage.tool_result`; artifacts go to the :class:`RunTrace` alone. What is offered
 to the provider is the host's enabled tools, narrowed by the caller's allow-list and by the
 provider's trust zone (a tool whose data class exceeds the zone's ceiling is not offered), and
-every call is checked against that offer again when it runs. Provider faults end the run as
-``failed`` with a host-worded reason; they never raise to the caller.
+every call is checked against that offer again when it runs. What is sent is the zone's view
+of the history (:func:`~nr_llm_core.exposure.zone_view`): tool output above the zone's ceiling,
+and what a model wrote after it, is replaced by host sentences; the history itself stays whole.
+Provider faults end the run as ``failed`` with a host-worded reason; they never raise to the
+caller.
 """
 
 from __future__ import annotations
