@@ -4,8 +4,11 @@ Only a result's ``content`` re-enters the conversation, through
 :meth:`ChatMessage.tool_result`; artifacts go to the :class:`RunTrace` alone. What is offered
 to the provider is the host's enabled tools, narrowed by the caller's allow-list and by the
 provider's trust zone (a tool whose data class exceeds the zone's ceiling is not offered), and
-every call is checked against that offer again when it runs. Provider faults end the run as
-``failed`` with a host-worded reason; they never raise to the caller.
+every call is checked against that offer again when it runs. What is sent is the zone's view
+of the history (:func:`~nr_llm_core.exposure.zone_view`): tool output above the zone's ceiling,
+and what a model wrote after it, is replaced by host sentences; the history itself stays whole.
+Provider faults end the run as ``failed`` with a host-worded reason; they never raise to the
+caller.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.errors import ApprovalError, ProviderError
+from nr_llm_core.exposure import zone_view
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
 from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
-from nr_llm_core.results import ToolResult, ToolSpec
+from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import RunRecorder, TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, RunTrace, StepListener, ToolInvocation
 
@@ -58,6 +62,9 @@ class _Run:
     tool_rounds: int = 0
     usage: Usage = attrs.field(factory=Usage)
     invocations: list[ToolInvocation] = attrs.field(factory=list)
+    # Messages from this index on were written while this loop's provider drove the run (see
+    # exposure.zone_view); those before came from the caller or a suspended state.
+    written_here: int = 0
 
 
 def _bounded(text: str) -> str:
@@ -212,6 +219,7 @@ class ToolLoop:
         return self._drive(run)
 
     def _drive(self, run: _Run) -> ToolLoopResult:
+        run.written_here = len(run.messages)
         offer = self.offer(run.allowed)
         offered = frozenset(s.name for s in offer)
         while True:
@@ -247,14 +255,23 @@ class ToolLoop:
     def _complete(self, run: _Run, tools: Sequence[ToolSpec]) -> Completion | str:
         """The next completion, or the host-worded reason the provider failed."""
         round_no = run.iterations + 1
+        # Every request is built from the zone's view of the history, never the history itself.
+        view = zone_view(
+            run.messages,
+            zone_of(self.provider),
+            self._data_class_of,
+            written_here=run.written_here,
+        )
         run.trace.record(
-            RunStep.request(round=round_no, messages=[m.to_dict() for m in run.messages])
+            RunStep.request(
+                round=round_no, messages=[m.to_dict() for m in view.messages], notes=view.notes()
+            )
         )
         started = time.perf_counter()
         reason: str | None = None
         completion: Any = None
         try:
-            completion = self.provider.complete(tuple(run.messages), tuple(tools))
+            completion = self.provider.complete(view.messages, tuple(tools))
         except ProviderError as exc:
             # Our adapters write these messages in host words (no key, URL or body).
             reason = _bounded(f"provider error: {exc}")
@@ -287,6 +304,13 @@ class ToolLoop:
             )
         )
         return completion
+
+    def _data_class_of(self, name: str) -> DataClass | None:
+        """An installed tool's data class (undeclared: the strictest); ``None`` if none is."""
+        try:
+            return self.host.spec(name).effective_data_class
+        except KeyError:
+            return None
 
     def _answer(
         self, run: _Run, calls: Sequence[ToolCall], offered: frozenset[str], refused: set[str]

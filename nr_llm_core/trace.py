@@ -91,15 +91,19 @@ class RunStep:
 
     @classmethod
     def request(
-        cls, *, round: int, messages: Sequence[Mapping[str, Any]], duration_ms: float = 0.0
+        cls,
+        *,
+        round: int,
+        messages: Sequence[Mapping[str, Any]],
+        duration_ms: float = 0.0,
+        notes: Sequence[str] = (),
     ) -> RunStep:
-        """The conversation as sent to the provider (``messages_sent``)."""
-        return cls(
-            kind=StepKind.REQUEST,
-            round=round,
-            duration_ms=duration_ms,
-            fields={"messages_sent": [dict(m) for m in messages]},
-        )
+        """The conversation as sent to the provider (``messages_sent``), and ``notes`` (host
+        words about it, such as how much its trust zone had withheld)."""
+        fields: dict[str, Any] = {"messages_sent": [dict(m) for m in messages]}
+        if notes:
+            fields["notes"] = list(notes)
+        return cls(kind=StepKind.REQUEST, round=round, duration_ms=duration_ms, fields=fields)
 
     @classmethod
     def llm(
