@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builtin_tools.demo_db import build_demo_db
+from nr_llm_builtins.demo_db import build_demo_db
 
 from . import _zones as z
 from ._wire import WireServer
