@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
+from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli._output import should_page, visible_json
-from nr_llm_core.cli._pending import render_pending
+from nr_llm_core.cli._pending import recorded_level, render_pending
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.providers.base import Usage
 
@@ -149,3 +151,17 @@ def test_the_text_shows_each_call_its_flag_and_the_whole_arguments() -> None:
     assert "(arguments not shown at privacy level none)" in blind
     assert "xxx" not in blind
     assert "decide with" not in blind
+
+
+def test_the_recorded_level_comes_from_the_store_and_fails_closed(tmp_path: Path) -> None:
+    """The run record's level decides; no store or no such run: the fallback; a store that
+    cannot be read: None, which shows no arguments."""
+    store = AgentRunPersister(tmp_path / "audit.db")
+    run_id = store.begin(None, privacy="none")
+    assert recorded_level(store, run_id, "full") == "none"
+    assert recorded_level(store, "no-such-run", "full") == "full"
+    assert recorded_level(None, run_id, "metadata") == "metadata"
+    store.close()
+    level = recorded_level(store, run_id, "full")
+    assert level is None
+    assert arguments_shown(level) is False

@@ -1,4 +1,5 @@
-"""``nr-llm runs list|show`` and ``nr-llm privacy level|purge``: the audit store from a shell.
+"""``nr-llm runs list|show|approve|deny`` and ``nr-llm privacy level|purge``: the audit store
+from a shell.
 
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
@@ -9,16 +10,19 @@ terminal. To add a ``runs`` subcommand, decorate it with ``@runs.command(...)`` 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
 from nr_llm_core.cli._output import page, render_table, status, visible
-from nr_llm_core.cli._pending import recorded_level, render_pending
+from nr_llm_core.cli._pending import (
+    pending_json,
+    pending_text,
+    recorded_level,
+    show_before_deciding,
+)
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
@@ -85,42 +89,6 @@ _RUN_FIELDS = (
 )
 
 
-def _read_state(data: dict[str, Any]) -> SuspendedRunState:
-    try:
-        return SuspendedRunState.from_dict(data)
-    except ApprovalError as exc:
-        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-
-
-def _pending_section(run_id: str, data: dict[str, Any], level: object) -> list[str]:
-    try:
-        state = SuspendedRunState.from_dict(data)
-    except ApprovalError as exc:
-        return [f"awaiting approval: {visible(str(exc), keep_newlines=False)}"]
-    lines = [render_pending(state, level, decide_run_id=run_id)]
-    try:
-        state.verify()
-    except ApprovalError as exc:
-        problem = visible(str(exc), keep_newlines=False)
-        lines.append(f"  warning: {problem}; a decision on it will be refused")
-    return lines
-
-
-def _pending_json(data: dict[str, Any] | None, level: object) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    try:
-        state = SuspendedRunState.from_dict(data)
-    except ApprovalError as exc:
-        return {"problem": str(exc)}
-    view = approver_view(state, level)
-    try:
-        state.verify()
-    except ApprovalError as exc:
-        view["problem"] = str(exc)
-    return view
-
-
 @runs.command("show")
 @click.argument("run_id")
 @db_option
@@ -153,7 +121,7 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
             ],
-            "pending": _pending_json(data, level),
+            "pending": pending_json(data, level),
         }
         click.echo(encode_json_ascii(out))
         return
@@ -167,35 +135,8 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
         lines.append(visible(step["payload"], keep_newlines=False))
     if data is not None:
         lines.append("")
-        lines.extend(_pending_section(run_id, data, level))
+        lines.append(pending_text(data, level, run_id=run_id))
     page("\n".join(lines))
-
-
-def _show_before_deciding(
-    state: SuspendedRunState, level: object, *, approve: bool, blind: bool, yes: bool
-) -> None:
-    """Show the pending calls the decision applies to; refuse an approval whose arguments
-    cannot be shown unless it is explicitly ``blind``; on a terminal, ask first (``yes``
-    skips the question; without a terminal the command decides, as a script expects)."""
-    if approve and not arguments_shown(level) and not blind:
-        raise click.ClickException(
-            f"run {visible(state.run_id, keep_newlines=False)!r} is recorded at privacy level "
-            f"{visible(str(level), keep_newlines=False)}: its pending calls' arguments are not "
-            "shown, so they cannot be checked here. Pass --blind to approve them unseen, "
-            "or deny the run."
-        )
-    page(render_pending(state, level))
-    if yes or not sys.stdin.isatty():
-        return
-    verb = "Approve" if approve else "Deny"
-    waiting = len(state.needs_approval)
-    if not click.confirm(
-        f"{verb} the {waiting} call(s) marked needs approval and resume the run?",
-        default=False,
-        err=True,
-    ):
-        click.echo("Nothing decided: the run is still waiting.", err=True)
-        raise SystemExit(1)
 
 
 def _decide(
@@ -225,9 +166,8 @@ def _decide(
             raise click.ClickException(
                 f"run {visible(run_id, keep_newlines=False)!r} is not waiting for approval"
             )
-        state = _read_state(data)
         level = recorded_level(store, run_id, None)
-        _show_before_deciding(state, level, approve=approve, blind=blind, yes=yes)
+        state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         provider = make_provider(options.pop("provider"), **options)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.

@@ -272,3 +272,8 @@ def test_an_altered_state_is_shown_with_a_warning(shop: Path, script: Path, audi
     assert code == 0, out
     assert '"name": "swapped"' in out
     assert "warning: the suspended state does not match its digest" in out
+    code, refused = cli("runs", "approve", run_id, "--script", str(script))
+    assert code == 1
+    assert "does not match its digest" in refused
+    assert '"name": "swapped"' not in refused  # refused before anything is shown or asked
+    assert product_name(shop) == "Mechanical keyboard"
