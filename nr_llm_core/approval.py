@@ -23,10 +23,19 @@ from nr_llm_core.errors import ApprovalError
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.providers.base import Usage
 
-__all__ = ["STATE_VERSION", "SuspendedRunState", "decisions_for"]
+__all__ = [
+    "STATE_VERSION",
+    "SuspendedRunState",
+    "approver_view",
+    "arguments_shown",
+    "decisions_for",
+]
 
 #: Bumped when the saved shape changes; a state of another version is refused.
 STATE_VERSION: Final = 1
+
+# The run privacy levels at which an approver is shown the pending calls' arguments.
+_ARGUMENTS_SHOWN: Final = frozenset({"metadata", "redacted", "full"})
 
 
 def _strict_int(value: Any, _: type) -> int:
@@ -139,6 +148,50 @@ class SuspendedRunState:
         if type(data) is not dict:
             raise ApprovalError("not a valid suspended run state: not a JSON object")
         return cls.from_dict(data)
+
+
+def arguments_shown(privacy_level: object) -> bool:
+    """Whether an approver may be shown the arguments of a run recorded at ``privacy_level``
+    (the run record's ``privacy_level`` text).
+
+    At ``none`` the operator asked that nothing of the run be shown or kept, so the arguments
+    are not displayed and an approval is given blind, explicitly. Anything that is not a known
+    level name (a missing record, a level from a newer version) counts as ``none``: fail
+    closed. At every other level the arguments are shown complete and verbatim: they are what
+    the tool will receive, whatever the audit copy of the steps keeps.
+    """
+    return type(privacy_level) is str and privacy_level in _ARGUMENTS_SHOWN
+
+
+def approver_view(state: SuspendedRunState, privacy_level: object) -> dict[str, Any]:
+    """What an approver is shown of ``state``, for a run recorded at ``privacy_level``.
+
+    ``{"digest", "privacy_level", "arguments_shown", "calls"}``; each call is ``{"id", "name",
+    "needs_approval"}`` plus its complete ``arguments`` when :func:`arguments_shown`, and its
+    ``arguments_error`` (host words) when the provider's arguments could not be decoded. The
+    one source of the CLI's text and JSON and of the playground's approval view.
+    """
+    shown = arguments_shown(privacy_level)
+    waiting = set(state.needs_approval)
+    calls: list[dict[str, Any]] = []
+    for call in state.pending:
+        item: dict[str, Any] = {
+            "id": call.id,
+            "name": call.name,
+            "needs_approval": call.id in waiting,
+        }
+        if shown:
+            item["arguments"] = call.arguments
+        if call.arguments_error is not None:
+            item["arguments_error"] = call.arguments_error
+        calls.append(item)
+    level = privacy_level if type(privacy_level) is str else None
+    return {
+        "digest": state.digest,
+        "privacy_level": level,
+        "arguments_shown": shown,
+        "calls": calls,
+    }
 
 
 def decisions_for(state: SuspendedRunState, approved: bool | Mapping[str, bool]) -> dict[str, bool]:

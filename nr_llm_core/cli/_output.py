@@ -9,7 +9,10 @@ output reaches the terminal raw.
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import re
+import shutil
 import sys
 import threading
 import unicodedata
@@ -18,7 +21,15 @@ from typing import Final
 
 import click
 
-__all__ = ["echo_visible", "render_table", "status", "visible"]
+__all__ = [
+    "echo_visible",
+    "page",
+    "render_table",
+    "should_page",
+    "status",
+    "visible",
+    "visible_json",
+]
 
 # C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
 # line/paragraph separators, and lone surrogates.
@@ -45,6 +56,51 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     if not keep_newlines:
         out = out.replace("\n", "\\n").replace("\t", "\\t")
     return out
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code > 0xFFFF:  # JSON escapes are UTF-16 code units: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def visible_json(value: object) -> str:
+    """``value`` as pretty JSON (``indent=2``, keys as given) that is safe on a terminal.
+
+    Every character :func:`visible` would escape is written as a JSON ``\\uXXXX`` escape
+    instead (JSON itself escapes the C0 controls), so the text shows no control or invisible
+    character and is still valid JSON that decodes to exactly ``value``: what the operator
+    reads is what a tool would receive. Raises ``ValueError``/``TypeError`` for a value that
+    is not plain JSON.
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    # Outside its strings JSON text is ASCII punctuation: every unsafe character is in a string.
+    text = _UNSAFE.sub(lambda m: _json_escape(m.group()), text)
+    return "".join(
+        _json_escape(c) if ord(c) > 0x7F and unicodedata.category(c) == "Cf" else c for c in text
+    )
+
+
+def should_page(text: str, *, is_tty: bool, lines: int, columns: int) -> bool:
+    """Whether ``text`` goes through a pager: only on a terminal, and only when it takes more
+    rows than the terminal has (long lines count once per wrapped row)."""
+    if not is_tty or lines <= 0:
+        return False
+    width = max(columns, 1)
+    rows = sum(max(1, math.ceil(len(line) / width)) for line in text.split("\n"))
+    return rows > lines
+
+
+def page(text: str) -> None:
+    """Print ``text`` (already made visible), through ``click.echo_via_pager`` when
+    :func:`should_page` says so, plainly otherwise (a pipe, a file, a test)."""
+    size = shutil.get_terminal_size(fallback=(80, 0))
+    if should_page(text, is_tty=sys.stdout.isatty(), lines=size.lines, columns=size.columns):
+        click.echo_via_pager(text)
+    else:
+        click.echo(text)
 
 
 def echo_visible(text: str, **kwargs: bool) -> None:

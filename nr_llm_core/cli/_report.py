@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nr_llm_core.cli._output import visible
+from nr_llm_core.cli._pending import render_pending
 from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.loop import ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
@@ -41,8 +42,12 @@ def _step_line(step: RunStep) -> str | None:
     return None  # request steps repeat the conversation; not shown
 
 
-def report(result: ToolLoopResult) -> None:
-    """Print a run's answer, its compact trace, and what it waits for."""
+def report(result: ToolLoopResult, *, privacy_level: object) -> None:
+    """Print a run's answer, its compact trace, and what it waits for.
+
+    A suspended run's pending calls are shown whole (see
+    :func:`~nr_llm_core.cli._pending.render_pending`); ``privacy_level`` is the level the run
+    is recorded at, which decides whether their arguments are shown."""
     if result.content:
         click.echo(visible(result.content))
     click.echo("")
@@ -63,13 +68,4 @@ def report(result: ToolLoopResult) -> None:
         click.echo(f"error: {visible(result.error)}", err=True)
     state = result.suspended
     if state is not None:
-        click.echo(f"awaiting approval (digest {state.digest}):")
-        click.echo(
-            f"  decide with: nr-llm runs approve|deny {visible(result.run_id)} "
-            f"--digest {state.digest}"
-        )
-        waiting = set(state.needs_approval)
-        for call in state.pending:
-            flag = "needs approval" if call.id in waiting else "runs on resume"
-            args = _preview(encode_json_str(call.arguments))
-            click.echo(f"  {visible(call.id)}  {visible(call.name)} {args}  [{flag}]")
+        click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))

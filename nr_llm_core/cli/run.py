@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from nr_llm_core.cli._output import status
+from nr_llm_core.cli._pending import recorded_level
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli._report import report
 from nr_llm_core.cli._store import db_option, open_store
@@ -79,9 +80,10 @@ def run(
             )
             with status(f"Running the tool loop ({type(chosen).__name__})"):
                 result = loop.run(prompt, allowed=allowed)
+            level = recorded_level(store, result.run_id, loop.privacy.value)
     finally:
         if store is not None:
             store.close()
-    report(result)
+    report(result, privacy_level=level)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)

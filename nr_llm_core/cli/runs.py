@@ -1,4 +1,5 @@
-"""``nr-llm runs list|show`` and ``nr-llm privacy level|purge``: the audit store from a shell.
+"""``nr-llm runs list|show|approve|deny`` and ``nr-llm privacy level|purge``: the audit store
+from a shell.
 
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
@@ -15,9 +16,17 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import render_table, status, visible
+from nr_llm_core.cli._output import page, render_table, status, visible
+from nr_llm_core.cli._pending import (
+    pending_json,
+    pending_text,
+    recorded_level,
+    show_before_deciding,
+)
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli._store import db_option, no_database, open_persister
+from nr_llm_core.encoding import encode_json_ascii
+from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
 __all__ = ["approve_run", "deny_run", "privacy", "runs"]
@@ -64,11 +73,35 @@ def list_runs(db: Path | None, limit: int) -> None:
     )
 
 
+_RUN_FIELDS = (
+    "id",
+    "status",
+    "started_at",
+    "ended_at",
+    "iterations",
+    "truncated",
+    "termination_reason",
+    "tokens_in",
+    "tokens_out",
+    "privacy_level",
+    "suspended",
+    "steps",
+)
+
+
 @runs.command("show")
 @click.argument("run_id")
 @db_option
-def show_run(run_id: str, db: Path | None) -> None:
-    """One run and its steps, each exactly as stored (JSON, one per step)."""
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (printable ASCII): the run, its steps, its pending calls.",
+)
+def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
+    """One run, its steps exactly as stored (JSON, one per step), and, while it waits for
+    approval, its pending calls with their complete arguments (paged on a terminal when
+    long; not shown for a run recorded at privacy level none)."""
     store = open_persister(db)
     if store is None:
         no_database(db)
@@ -78,33 +111,46 @@ def show_run(run_id: str, db: Path | None) -> None:
         if record is None:
             raise click.ClickException(f"no run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
-    for key in (
-        "id",
-        "status",
-        "started_at",
-        "ended_at",
-        "iterations",
-        "truncated",
-        "termination_reason",
-        "tokens_in",
-        "tokens_out",
-        "privacy_level",
-        "suspended",
-        "steps",
-    ):
-        value = record[key]
-        click.echo(f"{key}: {visible(str('-' if value is None else value), keep_newlines=False)}")
+        data = store.load_suspended(run_id)
+    level = record["privacy_level"]
+    run: dict[str, Any] = dict(record)
+    if as_json:
+        out = {
+            "run": {key: run[key] for key in _RUN_FIELDS},
+            "steps": [
+                {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
+                for step in steps
+            ],
+            "pending": pending_json(data, level),
+        }
+        click.echo(encode_json_ascii(out))
+        return
+    lines = []
+    for key in _RUN_FIELDS:
+        value = run[key]
+        lines.append(f"{key}: {visible(str('-' if value is None else value), keep_newlines=False)}")
     for step in steps:
-        click.echo(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
+        lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
-        click.echo(visible(step["payload"], keep_newlines=False))
+        lines.append(visible(step["payload"], keep_newlines=False))
+    if data is not None:
+        lines.append("")
+        lines.append(pending_text(data, level, run_id=run_id))
+    page("\n".join(lines))
 
 
-def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, options: Any) -> None:
+def _decide(
+    run_id: str,
+    approve: bool,
+    digest: str | None,
+    db: Path | None,
+    options: Any,
+    *,
+    blind: bool,
+    yes: bool,
+) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
-    from nr_llm_core.approval import SuspendedRunState
     from nr_llm_core.cli._report import report
-    from nr_llm_core.errors import ApprovalError
     from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
     from nr_llm_core.messages import Role
@@ -120,7 +166,8 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
             raise click.ClickException(
                 f"run {visible(run_id, keep_newlines=False)!r} is not waiting for approval"
             )
-        state = SuspendedRunState.from_dict(data)
+        level = recorded_level(store, run_id, None)
+        state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         provider = make_provider(options.pop("provider"), **options)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
@@ -131,7 +178,7 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
                 result = loop.resume(run_id, approved=approve, digest=digest)
         except ApprovalError as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result)
+    report(result, privacy_level=level)
 
 
 def _decision_command(approve: bool) -> Callable[..., None]:
@@ -144,13 +191,30 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         default=None,
         help="The digest shown with the pending calls: refuses the decision if the turn changed.",
     )
+    @click.option(
+        "--blind",
+        is_flag=True,
+        help="Approve although the run is recorded at privacy level none, so its pending "
+        "calls' arguments cannot be shown.",
+    )
+    @click.option(
+        "--yes",
+        "-y",
+        is_flag=True,
+        help="Do not ask on a terminal (without a terminal the command never asks).",
+    )
     @db_option
     @provider_options
-    def decide(run_id: str, digest: str | None, db: Path | None, **options: Any) -> None:
-        _decide(run_id, approve, digest, db, options)
+    def decide(
+        run_id: str, digest: str | None, blind: bool, yes: bool, db: Path | None, **options: Any
+    ) -> None:
+        _decide(run_id, approve, digest, db, options, blind=blind, yes=yes)
 
     decide.__doc__ = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
+        "The pending calls are shown first, with their complete arguments (paged on a "
+        "terminal when long); on a terminal the command then asks (--yes does not). A run "
+        "recorded at privacy level none shows no arguments: approving it needs --blind. "
         "The run goes on with the given provider (default: the scripted demo, from the turn "
         "it had reached)."
     )

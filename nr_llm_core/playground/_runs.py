@@ -23,7 +23,8 @@ from typing import Any, Final, final
 import attrs
 
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
+from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
@@ -264,6 +265,15 @@ class RunManager:
             while len(self._traces) > _KEEP_TRACES:
                 self._traces.popitem(last=False)
 
+    def _recorded_level(self, run_id: str, requested: str) -> str | None:
+        # The level the store recorded the run at (it may be stricter than the one asked for);
+        # None, which shows no arguments, when the store cannot be read.
+        try:
+            record = None if self.store is None else self.store.persister.get_run(run_id)
+        except AuditStoreError:
+            return None
+        return requested if record is None else record["privacy_level"]
+
     def _terminal(self, result: ToolLoopResult, setup: _Setup) -> Event:
         base: Event = {"run_id": result.run_id, "iterations": result.iterations}
         state = result.suspended
@@ -272,16 +282,16 @@ class RunManager:
                 self._waiting[result.run_id] = _Waiting(setup=setup, state=state)
                 while len(self._waiting) > _KEEP_WAITING:
                     self._waiting.popitem(last=False)
-            needing = set(state.needs_approval)
-            pending = [
-                {**call.to_dict(), "needs_approval": call.id in needing} for call in state.pending
-            ]
+            # The approver sees the whole arguments, except for a run recorded at none.
+            view = approver_view(state, self._recorded_level(result.run_id, setup.privacy))
             return {
                 "event": "awaiting_approval",
                 **base,
                 "digest": state.digest,
                 "content": result.content,
-                "pending": pending,
+                "privacy": view["privacy_level"],
+                "arguments_shown": view["arguments_shown"],
+                "pending": view["calls"],
             }
         if result.termination_reason is TerminationReason.FAILED:
             return {"event": "error", **base, "reason": result.error or "the run failed"}

@@ -115,7 +115,7 @@ def test_a_suspended_run_is_reported_with_its_digest_and_pending_calls() -> None
 
     @click.command()
     def show() -> None:
-        _report(result)
+        _report(result, privacy_level="metadata")
 
     out = CliRunner().invoke(show)
     assert f"awaiting approval (digest {result.suspended.digest}):" in out.output

@@ -262,25 +262,50 @@
     document.getElementById("run-steps").appendChild(item);
   }
 
+  // The pending calls, each with its complete arguments; at privacy level none (or when the
+  // server says nothing) a note stands in for them and approving needs an explicit tick.
   function showApproval(event) {
     const box = clear(document.getElementById("run-approval"));
     box.appendChild(el("h3", null, "Waiting for your approval"));
+    box.appendChild(el("p", "muted", "digest ", el("code", "digest", event.digest)));
+    const shown = event.arguments_shown === true;
+    if (!shown) {
+      box.appendChild(el("p", "banner warn not-shown",
+        "arguments not shown at privacy level " + (event.privacy || "unknown")));
+    }
     const list = el("ul", "pending");
     for (const call of event.pending) {
-      const item = el("li", null, el("strong", null, call.name),
+      const item = el("li", "call", el("code", "call-id", call.id), " ",
+        el("strong", null, call.name),
         call.needs_approval ? el("span", "chip warn", "needs approval")
           : el("span", "chip", "runs on resume"));
-      item.appendChild(jsonBlock(call.arguments));
+      if (typeof call.arguments_error === "string") {
+        item.appendChild(el("p", "banner error",
+          "invalid arguments, answered with an error: " + call.arguments_error));
+      } else if (shown) {
+        item.appendChild(jsonBlock(call.arguments));
+      }
       list.appendChild(item);
     }
     box.appendChild(list);
     const row = el("div", "row wrap");
+    let blind = null;
+    if (!shown) {
+      blind = el("input");
+      blind.type = "checkbox";
+      blind.id = "blind";
+      row.appendChild(el("label", "inline", blind, " Approve without seeing the arguments"));
+    }
     for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
       const button = el("button", approved ? "primary" : "danger", label);
       button.type = "button";
       button.id = approved ? "approve" : "deny";
+      if (approved && blind) {
+        button.disabled = true;
+        blind.addEventListener("change", () => { button.disabled = !blind.checked; });
+      }
       button.addEventListener("click", () => {
-        row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        row.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
         streamRun("/api/runs/" + encodeURIComponent(event.run_id) + "/resume",
           { digest: event.digest, approved });
       });

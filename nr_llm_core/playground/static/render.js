@@ -15,7 +15,16 @@
     return code.toString(16).padStart(width, "0");
   }
 
-  function appendVisible(parent, value) {
+  // A JSON escape of one character: \uXXXX, or a surrogate pair beyond the BMP.
+  function jsonEscape(code) {
+    if (code <= 0xffff) return "\\u" + hex(code, 4);
+    const offset = code - 0x10000;
+    return "\\u" + hex(0xd800 + (offset >> 10), 4) + "\\u" + hex(0xdc00 + (offset & 0x3ff), 4);
+  }
+
+  // json: the text is JSON, and each escape is a JSON escape, so the shown text still decodes
+  // to the same value.
+  function appendVisible(parent, value, json) {
     const text = String(value);
     let last = 0;
     for (const match of text.matchAll(INVISIBLE)) {
@@ -25,7 +34,8 @@
       const code = match[0].codePointAt(0);
       const mark = document.createElement("span");
       mark.className = "ctl";
-      mark.textContent = code < 0x100 ? "\\x" + hex(code, 2) : "\\u" + hex(code, 4);
+      mark.textContent = json ? jsonEscape(code)
+        : code < 0x100 ? "\\x" + hex(code, 2) : "\\u" + hex(code, 4);
       mark.title = "invisible character U+" + hex(code, 4).toUpperCase();
       parent.appendChild(mark);
       last = match.index + match[0].length;
@@ -56,8 +66,9 @@
     return JSON.stringify(value, null, 2);
   }
 
+  // Pretty JSON as text; what is shown (escapes included) decodes to exactly ``value``.
   function jsonBlock(value) {
-    return el("pre", "json", pretty(value));
+    return appendVisible(el("pre", "json"), pretty(value), true);
   }
 
   // Tabs: [{name, render(panel)}]; panels are rendered when first shown.

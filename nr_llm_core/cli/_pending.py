@@ -1,0 +1,147 @@
+"""A suspended run's pending tool calls as an approver sees them on the command line."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
+from nr_llm_core.audit import AgentRunPersister, AuditStoreError
+from nr_llm_core.cli._output import page, visible, visible_json
+from nr_llm_core.errors import ApprovalError
+
+__all__ = [
+    "not_shown_note",
+    "pending_json",
+    "pending_text",
+    "recorded_level",
+    "render_pending",
+    "show_before_deciding",
+]
+
+_INDENT = "    "
+
+
+def recorded_level(store: AgentRunPersister | None, run_id: str, fallback: object) -> object:
+    """The privacy level ``run_id`` is recorded at in ``store`` (``fallback`` when there is no
+    store or no such run; ``None``, shown as nothing, when the store cannot be read): what
+    decides whether its pending arguments are shown."""
+    if store is None:
+        return fallback
+    try:
+        record = store.get_run(run_id)
+    except AuditStoreError:
+        return None  # fail closed: an unreadable level shows no arguments
+    return fallback if record is None else record["privacy_level"]
+
+
+def not_shown_note(privacy_level: object) -> str:
+    """The line shown instead of the arguments of a run at ``privacy_level``."""
+    level = privacy_level if type(privacy_level) is str else "unknown"
+    return f"arguments not shown at privacy level {visible(level, keep_newlines=False)}"
+
+
+def render_pending(
+    state: SuspendedRunState, privacy_level: object, *, decide_run_id: str | None = None
+) -> str:
+    """The pending calls of ``state``: the digest, then each call's id, tool name, whether it
+    needs approval or runs on resume, and its complete arguments as pretty JSON (see
+    :func:`~nr_llm_core.cli._output.visible_json`), never cut. At privacy level ``none`` (or
+    an unknown one) a note stands in for the arguments. ``decide_run_id`` adds the command
+    line that decides. Every stored string is made visible."""
+    view = approver_view(state, privacy_level)
+    digest = visible(view["digest"], keep_newlines=False)
+    lines = [f"awaiting approval (digest {digest}):"]
+    if decide_run_id is not None:
+        run = visible(decide_run_id, keep_newlines=False)
+        lines.append(f"  decide with: nr-llm runs approve|deny {run} --digest {digest}")
+    if not view["arguments_shown"]:
+        lines.append(f"  ({not_shown_note(privacy_level)})")
+    for call in view["calls"]:
+        flag = "needs approval" if call["needs_approval"] else "runs on resume"
+        call_id = visible(call["id"], keep_newlines=False)
+        name = visible(call["name"], keep_newlines=False)
+        lines.append(f"  {call_id}  {name}  [{flag}]")
+        if "arguments_error" in call:
+            error = visible(call["arguments_error"], keep_newlines=False)
+            lines.append(f"{_INDENT}(invalid arguments, answered with an error: {error})")
+        elif "arguments" in call:
+            lines.append(textwrap.indent(visible_json(call["arguments"]), _INDENT))
+    return "\n".join(lines)
+
+
+def _read(data: Mapping[str, Any]) -> tuple[SuspendedRunState | None, str | None]:
+    # The stored state, and why a decision on it would be refused (None: it would not be).
+    try:
+        state = SuspendedRunState.from_dict(data)
+    except ApprovalError as exc:
+        return None, str(exc)
+    try:
+        state.verify()
+    except ApprovalError as exc:
+        return state, str(exc)
+    return state, None
+
+
+def pending_text(data: Mapping[str, Any], privacy_level: object, *, run_id: str) -> str:
+    """``runs show``'s section for a stored suspended state: :func:`render_pending`, with a
+    warning when the state would be refused (altered, malformed)."""
+    state, problem = _read(data)
+    if state is None:
+        return f"awaiting approval: {visible(str(problem), keep_newlines=False)}"
+    text = render_pending(state, privacy_level, decide_run_id=run_id)
+    if problem is not None:
+        warning = visible(problem, keep_newlines=False)
+        text += f"\n  warning: {warning}; a decision on it will be refused"
+    return text
+
+
+def pending_json(data: Mapping[str, Any] | None, privacy_level: object) -> dict[str, Any] | None:
+    """``runs show --json``'s ``pending``: the approver's view (see
+    :func:`~nr_llm_core.approval.approver_view`) with a ``problem`` when the state would be
+    refused; ``None`` when the run is not waiting."""
+    if data is None:
+        return None
+    state, problem = _read(data)
+    view: dict[str, Any] = {} if state is None else approver_view(state, privacy_level)
+    if problem is not None:
+        view["problem"] = problem
+    return view
+
+
+def show_before_deciding(
+    data: Mapping[str, Any], privacy_level: object, *, approve: bool, blind: bool, yes: bool
+) -> SuspendedRunState:
+    """Show the pending calls a decision applies to, and return their state.
+
+    Refuses (``ClickException``) a state that would be refused anyway, and an approval whose
+    arguments cannot be shown (privacy level none) unless it is explicitly ``blind``. When
+    stdin is a terminal it then asks, default no (``yes`` skips the question); without a
+    terminal it never asks, as a script expects.
+    """
+    state, problem = _read(data)
+    if state is None or problem is not None:
+        raise click.ClickException(visible(str(problem), keep_newlines=False))
+    if approve and not arguments_shown(privacy_level) and not blind:
+        raise click.ClickException(
+            f"run {visible(state.run_id, keep_newlines=False)!r} is recorded at privacy level "
+            f"{visible(str(privacy_level), keep_newlines=False)}: its pending calls' arguments "
+            "are not shown, so they cannot be checked here. Pass --blind to approve them "
+            "unseen, or deny the run."
+        )
+    page(render_pending(state, privacy_level))
+    if yes or not sys.stdin.isatty():
+        return state
+    verb = "Approve" if approve else "Deny"
+    if not click.confirm(
+        f"{verb} the {len(state.needs_approval)} call(s) marked needs approval and resume the run?",
+        default=False,
+        err=True,
+    ):
+        click.echo("Nothing decided: the run is still waiting.", err=True)
+        raise SystemExit(1)
+    return state
