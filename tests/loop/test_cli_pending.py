@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from builtin_tools.demo_db import build_demo_db
+from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli import main
 
