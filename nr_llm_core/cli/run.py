@@ -34,7 +34,8 @@ __all__ = ["run"]
     "--privacy",
     type=click.Choice([level.value for level in PrivacyLevel], case_sensitive=False),
     default=None,
-    help="What the audit store keeps of each step (default: $NR_LLM_PRIVACY_LEVEL, else metadata).",
+    help="What the audit store keeps of each step; $NR_LLM_PRIVACY_LEVEL, when set, is the "
+    "widest allowed (the stricter wins; default: metadata).",
 )
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not write the run to the audit store.")
