@@ -229,8 +229,9 @@ class RunManager:
         except (ApprovalError, TypeError) as exc:
             raise ResumeRefused(400, str(exc)[:300]) from None
         with self._lock:
-            if self._waiting.pop(run_id, None) is None:  # another request took it meanwhile
+            if self._waiting.get(run_id) is not waiting:  # another request took it meanwhile
                 raise self._not_waiting(run_id)
+            del self._waiting[run_id]
         if self.store is not None:
             store = self.store.persister
             record = store.get_run(run_id)

@@ -65,14 +65,14 @@ def loop(store: AgentRunPersister, turns: list[Any]) -> ToolLoop:
 
 
 @pytest.mark.parametrize("level", ["none", "metadata"])
-@pytest.mark.parametrize("ending", ["resume", "deny", "settle", "discard"])
+@pytest.mark.parametrize("ending", ["resume", "deny", "settle", "discard", "purge"])
 def test_the_saved_state_leaves_every_file_while_the_store_stays_open(
     tmp_path: Path, level: str, ending: str
 ) -> None:
     """Suspend a run whose state holds three canaries, open a second process's persister and a
     read transaction (which stops any checkpoint from resetting the WAL), then end the
-    suspension with the store still open: no canary may remain in the database, its -wal,
-    -shm, -journal or any state directory."""
+    suspension (resume, deny, settle, discard, or purge the run) with the store still open: no
+    canary may remain in the database, its -wal, -shm, -journal or any state directory."""
     db = tmp_path / "audit.db"
     with AgentRunPersister(db, privacy=level) as store:
         paused = loop(store, TURNS).run(PROMPT)
@@ -86,10 +86,12 @@ def test_the_saved_state_leaves_every_file_while_the_store_stays_open(
                 assert done.termination_reason is TerminationReason.COMPLETED
             elif ending == "settle":
                 store.settle_cancelled(paused.run_id, termination_reason="cancelled")
-            else:
+            elif ending == "discard":
                 store.discard(paused.run_id)
+            else:
+                assert store.purge(0) == 1
             record = store.get_run(paused.run_id)
-            assert record is not None and record["suspended"] is False
+            assert (record is None) if ending == "purge" else (record["suspended"] is False)
             assert files_holding(db, wanted) == {}
         assert files_holding(db, wanted) == {}
     assert files_holding(db, wanted) == {}
