@@ -428,15 +428,21 @@ class AgentRunPersister:
             data = encode_json_str(dict(state)).encode("utf-8")
         except Exception as exc:
             raise AuditStoreError(f"suspended state is not JSON: {type(exc).__name__}") from None
+        written: str | None = None
         try:
             with self._write() as conn:
                 self._require_open(conn, run_id)
                 replaced = _suspension.state_file(conn, run_id)
-                _suspension.set_suspended(conn, self._states, run_id, data, state.get("digest"))
-        except OSError as exc:
-            raise AuditStoreError(
-                f"could not write the suspended state: {type(exc).__name__}"
-            ) from exc
+                written = _suspension.set_suspended(
+                    conn, self._states, run_id, data, state.get("digest")
+                )
+        except BaseException as exc:
+            self._wipe(written)  # written, but the commit that would name it failed
+            if isinstance(exc, OSError):
+                raise AuditStoreError(
+                    f"could not write the suspended state: {type(exc).__name__}"
+                ) from exc
+            raise
         self._wipe(replaced)
 
     def load_suspended(self, run_id: str) -> dict[str, Any] | None:
