@@ -10,19 +10,26 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from nr_llm_core.encoding import decode_json
-from nr_llm_core.errors import NrLlmError
+from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, NrLlmError
 from nr_llm_core.results import Artifact, ToolResult
 
 __all__ = [
+    "DISCARDED",
     "AuditStoreError",
     "RunRecord",
     "RunSettledError",
     "RunStatus",
     "StepRecord",
+    "SuspendedStateError",
     "UnknownRunError",
     "refuse_artifacts",
+    "resume_refusal",
     "run_record",
 ]
+
+
+#: The termination reason of a run that was discarded while it waited for approval.
+DISCARDED = "discarded"
 
 
 class AuditStoreError(NrLlmError):
@@ -35,6 +42,12 @@ class UnknownRunError(AuditStoreError):
 
 class RunSettledError(AuditStoreError):
     """The run already has a final status; a final status is never changed."""
+
+
+class SuspendedStateError(AuditStoreError):
+    """A suspended run's saved state file is missing, or its bytes are not the ones recorded.
+
+    The run cannot be resumed; it stays suspended until it is discarded."""
 
 
 class RunStatus(enum.StrEnum):
@@ -68,6 +81,8 @@ class RunRecord(TypedDict):
     suspended: bool
     steps: int
     meta: Any
+    claimed_by: str | None
+    claimed_at: str | None
 
 
 class StepRecord(TypedDict):
@@ -97,7 +112,26 @@ def run_record(row: tuple[Any, ...]) -> RunRecord:
         suspended=bool(row[10]),
         steps=row[11],
         meta=None if row[12] is None else decode_json(row[12]),
+        claimed_by=row[13],
+        claimed_at=row[14],
     )
+
+
+def resume_refusal(run_id: str, record: RunRecord | None) -> AuditStoreError | ApprovalError:
+    """The error for resuming ``run_id`` when it cannot be claimed: unknown, taken by someone
+    (who and when, from the claim recorded with the run), or not waiting at all."""
+    if record is None:
+        return UnknownRunError(f"no run {run_id[:80]!r}")
+    who, when = record["claimed_by"], record["claimed_at"]
+    if record["status"] == RunStatus.SUSPENDED:
+        # Waiting, but on another turn than the one the caller saw: someone resumed it since.
+        if who and when:
+            return AlreadyClaimedError(run_id, who, when)
+        return ApprovalError("stale approval: the digest does not match the pending turn")
+    if who and when:
+        discarded = record["termination_reason"] == DISCARDED
+        return AlreadyClaimedError(run_id, who, when, discarded=discarded)
+    return ApprovalError(f"run {run_id[:80]!r} is not waiting for approval")
 
 
 def refuse_artifacts(state: Mapping[str, Any]) -> None:

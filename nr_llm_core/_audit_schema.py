@@ -12,7 +12,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -25,7 +25,9 @@ __all__ = [
     "RESUME",
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
+    "STATE_OF",
     "SchemaVersionError",
+    "Upgrade",
     "connect",
     "fetch_seq",
     "migrate",
@@ -73,13 +75,32 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE events ADD COLUMN recorded_at TEXT",
         "CREATE INDEX runs_started_at ON runs (started_at)",
     ),
+    # 3: a suspended run's state lives in a file of its own (see _audit_states); the row keeps
+    # the file's name, the SHA-256 of its bytes and the state's approval digest (what a claim
+    # compares). A resume or discard is a claim: who took the run, and when. The legacy
+    # suspended_state column stays NULL from here on (older rows are moved out on upgrade).
+    (
+        "ALTER TABLE runs ADD COLUMN state_file TEXT",
+        "ALTER TABLE runs ADD COLUMN state_sha256 TEXT",
+        "ALTER TABLE runs ADD COLUMN state_digest TEXT",
+        "ALTER TABLE runs ADD COLUMN claimed_by TEXT",
+        "ALTER TABLE runs ADD COLUMN claimed_at TEXT",
+        "CREATE INDEX runs_state_file ON runs (state_file) WHERE state_file IS NOT NULL",
+    ),
 )
 
 #: The version this code writes.
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
-def connect(path: Path, *, busy_timeout_ms: int) -> sqlite3.Connection:
+#: Called inside the migration transaction with the version the file had (data moves that
+#: SQL alone cannot make, such as the suspended states that version 3 moves out to files).
+Upgrade = Callable[[sqlite3.Connection, int], None]
+
+
+def connect(
+    path: Path, *, busy_timeout_ms: int, on_upgrade: Upgrade | None = None
+) -> sqlite3.Connection:
     """Open ``path`` (creating it owner-only, with its directory) in WAL mode.
 
     ``isolation_level=None``: the persister issues ``BEGIN IMMEDIATE`` itself, so the write
@@ -107,15 +128,20 @@ def connect(path: Path, *, busy_timeout_ms: int) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         # Deleted rows (purge, cleared suspended states) are overwritten, not left in free pages.
         conn.execute("PRAGMA secure_delete = ON")
-        migrate(conn)
+        migrate(conn, on_upgrade=on_upgrade)
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> int:
-    """Apply the missing migrations up to ``target`` in one transaction; return the version."""
+def migrate(
+    conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION, on_upgrade: Upgrade | None = None
+) -> int:
+    """Apply the missing migrations up to ``target`` in one transaction; return the version.
+
+    ``on_upgrade(conn, old_version)`` runs in the same transaction after the statements, when
+    there were any to apply."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -128,6 +154,8 @@ def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> int:
             for statement in MIGRATIONS[number]:
                 conn.execute(statement)
         if target > version:
+            if on_upgrade is not None:
+                on_upgrade(conn, version)
             conn.execute(f"PRAGMA user_version = {int(target)}")
         conn.execute("COMMIT")
     except BaseException:
@@ -165,10 +193,13 @@ INSERT_AT: Final = (
     "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
     "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
 )
+# Ends a suspension: the state's columns cleared, the claim (?2 who, ?3 when) recorded.
+# ?1 is the run id; the caller wipes the state file after the commit.
 RESUME: Final = (
-    "UPDATE runs SET status = 'running', suspended_state = NULL "
-    "WHERE id = ? AND status = 'suspended'"
+    "UPDATE runs SET status = 'running', state_file = NULL, state_sha256 = NULL, "
+    "state_digest = NULL, claimed_by = ?2, claimed_at = ?3 WHERE id = ?1 AND status = 'suspended'"
 )
+STATE_OF: Final = "SELECT state_file FROM runs WHERE id = ? AND status = 'suspended'"
 ADD_TOKENS: Final = (
     "UPDATE runs SET tokens_in = tokens_in + ?, tokens_out = tokens_out + ? WHERE id = ?"
 )
@@ -196,6 +227,6 @@ def tokens(usage: object) -> tuple[int, int]:
 
 RUN_COLUMNS: Final = (
     "id, status, started_at, ended_at, iterations, truncated, termination_reason, tokens_in, "
-    "tokens_out, privacy_level, suspended_state IS NOT NULL, "
-    "(SELECT COUNT(*) FROM events WHERE events.run_id = runs.id), meta"
+    "tokens_out, privacy_level, state_file IS NOT NULL, "
+    "(SELECT COUNT(*) FROM events WHERE events.run_id = runs.id), meta, claimed_by, claimed_at"
 )

@@ -8,13 +8,16 @@ and processes sharing one file never collide and never leave a gap.
 
 Run life cycle::
 
-    begin() ──▶ running ──suspend()──▶ suspended ──mark_resumed()──▶ running
-                   │                      │
+    begin() ──▶ running ──suspend()──▶ suspended ──claim_suspended()──▶ running
+                   │                      │  └──────discard()──────▶ cancelled
                    └──── settle() ────────┴──▶ completed | failed | cancelled   (final)
 
 A final status cannot be settled again: :class:`RunSettledError`. Steps are accepted while a
 run is running or suspended; for a settled or unknown run :meth:`~AgentRunPersister.record_step`
-returns ``False``.
+returns ``False``. A suspended run's state is a file of its own (:mod:`._audit_states`), never
+a row: it leaves the disk when the suspension ends. Leaving ``suspended`` is a claim, taken in
+one write transaction: of two resumers, one gets the run and the other
+:class:`~nr_llm_core.errors.AlreadyClaimedError`, naming the first and the time.
 """
 
 from __future__ import annotations
@@ -30,29 +33,37 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, final
 
-from nr_llm_core import _audit_schema
+from nr_llm_core import _audit_schema, _audit_states
+from nr_llm_core import _audit_suspension as _suspension
 from nr_llm_core._audit_records import (
     AuditStoreError,
     RunRecord,
     RunSettledError,
     RunStatus,
     StepRecord,
+    SuspendedStateError,
     UnknownRunError,
     refuse_artifacts,
+    resume_refusal,
     run_record,
 )
 from nr_llm_core._audit_schema import (
     ADD_TOKENS,
     INSERT_AT,
     INSERT_NEXT,
-    RESUME,
     RUN_COLUMNS,
     fetch_seq,
     now,
     tokens,
 )
+from nr_llm_core._audit_suspension import claimant
 from nr_llm_core.encoding import decode_json, encode_json_str
-from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, resolve_privacy_level
+from nr_llm_core.privacy import (
+    PrivacyLevel,
+    RunStepPrivacyFilter,
+    effective_level,
+    resolve_privacy_level,
+)
 from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
 
 __all__ = [
@@ -63,7 +74,9 @@ __all__ = [
     "RunSettledError",
     "RunStatus",
     "StepRecord",
+    "SuspendedStateError",
     "UnknownRunError",
+    "claimant",
     "default_db_path",
 ]
 
@@ -84,10 +97,12 @@ def default_db_path() -> Path:
 class AgentRunPersister:
     """Records runs and their steps in the SQLite file at ``path``.
 
-    ``privacy`` is the default level for runs begun here (``None``: ``NR_LLM_PRIVACY_LEVEL``,
-    else METADATA); :meth:`begin` can set a run's own level, which is stored with the run.
-    One connection per persister, guarded by a lock: a persister can be shared by threads.
-    Use it as a context manager, or call :meth:`close`.
+    ``privacy`` is this store's level: the widest any run begun here is recorded at (``None``:
+    none named; then ``NR_LLM_PRIVACY_LEVEL``, else METADATA, applies). A run may ask for a
+    stricter level (:meth:`begin`), never a wider one: :func:`~nr_llm_core.privacy.effective_level`
+    decides, and the level applied is stored with the run. Suspended states are files in
+    ``<path>-suspended/``. One connection per persister, guarded by a lock: a persister can be
+    shared by threads. Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -99,7 +114,11 @@ class AgentRunPersister:
         busy_timeout_ms: int = 30_000,
     ) -> None:
         self.path = Path(path)
-        self.privacy = resolve_privacy_level(privacy)
+        #: The level this store was constructed with, ``None`` when none was named.
+        self.ceiling = None if privacy is None else resolve_privacy_level(privacy)
+        #: The level a run begun now gets when it asks for nothing stricter.
+        self.privacy = effective_level(self.ceiling)
+        self._states = _audit_states.state_dir(self.path)
         self._busy_timeout_ms = busy_timeout_ms
         self._filters = {
             level: RunStepPrivacyFilter(level, known_tools=known_tools) for level in PrivacyLevel
@@ -108,10 +127,17 @@ class AgentRunPersister:
         self._next_seq: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pid = os.getpid()
+        self._moved_states = False
         try:
-            self._conn = _audit_schema.connect(self.path, busy_timeout_ms=busy_timeout_ms)
+            self._conn = self._connect()
         except _audit_schema.SchemaVersionError as exc:
             raise AuditStoreError(str(exc)) from None
+        if self._moved_states:  # the upgrade cleared old states: fold the WAL in now
+            self._checkpoint("upgrade")
+        try:
+            self._sweep()
+        except (AuditStoreError, OSError) as exc:  # best effort: the next open sweeps again
+            logger.warning("audit: could not sweep the state files (%s)", type(exc).__name__)
 
     def __repr__(self) -> str:
         return f"AgentRunPersister({str(self.path)!r}, privacy={self.privacy.value!r})"
@@ -129,10 +155,15 @@ class AgentRunPersister:
 
     # -- transactions --------------------------------------------------------------------------
 
+    def _connect(self) -> sqlite3.Connection:
+        return _audit_schema.connect(
+            self.path, busy_timeout_ms=self._busy_timeout_ms, on_upgrade=self._move_out_states
+        )
+
     def _connection(self) -> sqlite3.Connection:
         # Call with the lock held. A SQLite connection must not be used across a fork.
         if os.getpid() != self._pid:
-            self._conn = _audit_schema.connect(self.path, busy_timeout_ms=self._busy_timeout_ms)
+            self._conn = self._connect()
             self._pid = os.getpid()
         return self._conn
 
@@ -172,14 +203,13 @@ class AgentRunPersister:
         """Start a run (status ``running``) and return its id (a new UUID when not given).
 
         ``meta`` is host metadata (model name, allowed tools …), stored as JSON at every
-        level: never put model or tool bytes in it. The run's privacy level is ``privacy``,
-        else ``meta["privacy"]`` (how :class:`~nr_llm_core.loop.ToolLoop` passes its level),
-        else the persister's.
+        level: never put model or tool bytes in it. The run's privacy level is the stricter
+        of this store's and the one the run asks for: ``privacy``, and ``meta["privacy"]``
+        (how :class:`~nr_llm_core.loop.ToolLoop` passes a level it was given).
         """
         run_id = run_id or uuid.uuid4().hex
-        if privacy is None and meta is not None and "privacy" in meta:
-            privacy = meta["privacy"]  # ToolLoop(privacy=...) passes its level in meta
-        level = self.privacy if privacy is None else resolve_privacy_level(privacy)
+        asked = None if meta is None else meta.get("privacy")
+        level = self.level_for(privacy, asked)
         try:
             meta_json = None if meta is None else encode_json_str(dict(meta))
         except Exception as exc:
@@ -197,6 +227,11 @@ class AgentRunPersister:
         self._next_seq[run_id] = 1
         return run_id
 
+    def level_for(self, *requested: PrivacyLevel | str | None) -> PrivacyLevel:
+        """The level a run that asks for ``requested`` is recorded at here (``None``: asks
+        for nothing): the strictest of them, this store's level and the environment's."""
+        return effective_level(self.ceiling, *requested)
+
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)
         if level is None:
@@ -213,8 +248,8 @@ class AgentRunPersister:
         ``False`` when the run is unknown or settled, or the step cannot be filtered, encoded
         or written (logged as a warning with the exception type only: the message could hold
         step bytes). The run's sequence number advances only when a step is stored.
-        Recording an ``approval`` step for a suspended run resumes it in the same transaction
-        (status ``running``, saved state cleared).
+        Recording an ``approval`` step for a suspended run that nobody claimed claims it in the
+        same transaction (status ``running``, saved state wiped after the commit).
         """
         try:
             level = self._level(run_id)
@@ -234,6 +269,7 @@ class AgentRunPersister:
                 now(),
                 payload,
             )
+            released: str | None = None
             with self._lock:
                 conn = self._connection()
                 resumes = step.kind is StepKind.APPROVAL
@@ -246,7 +282,9 @@ class AgentRunPersister:
                         if seq is not None and resumes:
                             # The decision is recorded: the run is running again and its
                             # saved state is gone, so the same approval cannot be replayed.
-                            conn.execute(RESUME, (run_id,))
+                            released = _suspension.end_suspension(
+                                conn, run_id, _suspension.claimant_text(None)
+                            )
                         conn.execute("COMMIT")
                     except BaseException:
                         if conn.in_transaction:
@@ -257,6 +295,7 @@ class AgentRunPersister:
                 stored = seq is not None
                 if seq is not None:
                     self._next_seq[run_id] = seq + 1
+            self._wipe(released)
             if not stored:
                 logger.warning("audit: run %r is settled; step not recorded", run_id)
             return stored
@@ -325,11 +364,14 @@ class AgentRunPersister:
         reason = self._filters[level].filter_reason(termination_reason)
         with self._write() as conn:
             self._require_open(conn, run_id)
+            released = _suspension.state_file(conn, run_id)
             sets = [
                 "status = ?",
                 "ended_at = ?",
                 "termination_reason = ?",
-                "suspended_state = NULL",
+                "state_file = NULL",
+                "state_sha256 = NULL",
+                "state_digest = NULL",
             ]
             params: list[Any] = [final_status.value, now(), reason]
             if iterations is not None:
@@ -342,6 +384,7 @@ class AgentRunPersister:
                 sets.extend(["tokens_in = ?", "tokens_out = ?"])
                 params.extend(tokens(usage))
             conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*params, run_id))  # noqa: S608  # only fixed column names are joined
+        self._wipe(released)
         self._levels.pop(run_id, None)
         self._next_seq.pop(run_id, None)
 
@@ -374,42 +417,126 @@ class AgentRunPersister:
         The state is messages and pending calls only: anything that is or looks like an
         artifact (an :class:`Artifact` or :class:`ToolResult`, a key named ``artifacts`` or
         ``tool_artifacts``, a ``{type, label, data}`` artifact dict) is refused with
-        :class:`AuditStoreError`, never silently dropped. It is stored as given at every
-        privacy level (a run cannot resume without its messages) and cleared when the run is
-        resumed (an ``approval`` step is recorded, or :meth:`mark_resumed`) or settled.
+        :class:`AuditStoreError`, never silently dropped. It is kept as given at every privacy
+        level (a run cannot resume without its messages), in a file of its own beside the
+        database, never in it; the row holds the file's name and hash. The file is overwritten
+        and removed when the suspension ends: a claim (:meth:`claim_suspended`, or an
+        ``approval`` step recorded), :meth:`discard`, :meth:`settle` or :meth:`purge`.
         """
         refuse_artifacts(state)
         try:
-            state_json = encode_json_str(dict(state))
+            data = encode_json_str(dict(state)).encode("utf-8")
         except Exception as exc:
             raise AuditStoreError(f"suspended state is not JSON: {type(exc).__name__}") from None
-        with self._write() as conn:
-            self._require_open(conn, run_id)
-            conn.execute(
-                "UPDATE runs SET status = ?, suspended_state = ? WHERE id = ?",
-                (RunStatus.SUSPENDED.value, state_json, run_id),
-            )
+        written: str | None = None
+        try:
+            with self._write() as conn:
+                self._require_open(conn, run_id)
+                replaced = _suspension.state_file(conn, run_id)
+                written = _suspension.set_suspended(
+                    conn, self._states, run_id, data, state.get("digest")
+                )
+        except BaseException as exc:
+            self._wipe(written)  # written, but the commit that would name it failed
+            if isinstance(exc, OSError):
+                raise AuditStoreError(
+                    f"could not write the suspended state: {type(exc).__name__}"
+                ) from exc
+            raise
+        self._wipe(replaced)
 
     def load_suspended(self, run_id: str) -> dict[str, Any] | None:
-        """The stored state of a suspended run, or ``None`` when it has none."""
-        rows = self._read(
-            "SELECT suspended_state FROM runs WHERE id = ? AND status = ?",
-            (run_id, RunStatus.SUSPENDED.value),
-        )
+        """The stored state of a suspended run, or ``None`` when it is not waiting.
+
+        Raises :class:`SuspendedStateError` when the run waits but its state file is missing
+        or altered (see :meth:`discard`)."""
+        query = "SELECT state_file, state_sha256 FROM runs WHERE id = ? AND status = 'suspended'"
+        rows = self._read(query, (run_id,))
         if not rows or rows[0][0] is None:
             return None
-        state: dict[str, Any] = decode_json(rows[0][0])
+        try:
+            data = _audit_states.read(self._states, rows[0][0], rows[0][1])
+        except _audit_states.StateFileError:
+            # A claim elsewhere may have ended the suspension since the row was read.
+            again = self._read(query, (run_id,))
+            if not again or again[0][0] != rows[0][0]:
+                return None
+            raise SuspendedStateError(_suspension.lost(run_id)) from None
+        state: dict[str, Any] = decode_json(data)
         return state
 
-    def mark_resumed(self, run_id: str) -> None:
-        """Set a suspended run back to ``running`` and clear its stored state."""
+    def claim_suspended(
+        self, run_id: str, *, digest: str | None = None, claimant: str | None = None
+    ) -> dict[str, Any]:
+        """Take a suspended run for resuming: the one atomic step between two resumers.
+
+        In one write transaction: the run must be ``suspended`` and, when ``digest`` is
+        given, waiting on the turn with that approval digest; it becomes ``running``, and
+        ``claimant`` (default: :func:`claimant` ``("api")``) and the time are recorded with
+        it. Returns the state; its file is wiped after the commit. A run claimed (or
+        discarded) first by someone else raises :class:`~nr_llm_core.errors.AlreadyClaimedError`
+        naming them and when; a stale digest or a run that is not waiting raises
+        :class:`~nr_llm_core.errors.ApprovalError`; an unknown run :class:`UnknownRunError`;
+        a missing or altered state file :class:`SuspendedStateError` (the run stays as it was).
+        """
+        who = _suspension.claimant_text(claimant)
+        with self._write() as conn:
+            name, sha256 = _suspension.waiting_state(conn, run_id, digest)
+            try:
+                if name is None or sha256 is None:
+                    raise _audit_states.StateFileError("no state file")
+                data = _audit_states.read(self._states, name, sha256)
+            except _audit_states.StateFileError:
+                raise SuspendedStateError(_suspension.lost(run_id)) from None
+            _suspension.end_suspension(conn, run_id, who)
+        self._wipe(name)
+        state: dict[str, Any] = decode_json(data)
+        return state
+
+    def resume_refusal(self, run_id: str) -> Exception:
+        """Why ``run_id`` cannot be claimed now, as the error a resumer should raise: who
+        resumed or discarded it and when, or that it is unknown or not waiting."""
+        return resume_refusal(run_id, self.get_run(run_id))
+
+    def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:
+        """Claim a suspended run without reading its state (see :meth:`claim_suspended`);
+        :class:`AuditStoreError` when it is not suspended."""
         with self._write() as conn:
             if self._require_open(conn, run_id) != RunStatus.SUSPENDED:
                 raise AuditStoreError(f"run {run_id!r} is not suspended")
-            conn.execute(
-                "UPDATE runs SET status = ?, suspended_state = NULL WHERE id = ?",
-                (RunStatus.RUNNING.value, run_id),
-            )
+            name = _suspension.end_suspension(conn, run_id, _suspension.claimant_text(claimant))
+        self._wipe(name)
+
+    def discard(self, run_id: str, *, claimant: str | None = None) -> None:
+        """Give up a suspended run: settled ``cancelled`` (reason ``discarded``), the claim
+        recorded (``claimant``, default ``claimant("api")``), its state wiped. Refused like
+        :meth:`claim_suspended` when the run is not waiting; a run whose state file is lost
+        can still be discarded."""
+        with self._write() as conn:
+            name = _suspension.discard(conn, run_id, _suspension.claimant_text(claimant))
+        self._wipe(name)
+        self._levels.pop(run_id, None)
+        self._next_seq.pop(run_id, None)
+
+    def _wipe(self, name: str | None) -> None:
+        if name is not None:
+            try:
+                _audit_states.wipe(self._states, name)
+            except OSError as exc:  # the next sweep removes it
+                logger.warning("audit: could not remove a state file (%s)", type(exc).__name__)
+
+    def _sweep(self) -> None:
+        """Remove state files that no suspended run names: left by a crash between writing
+        and committing, or between committing a claim and wiping."""
+        if not _audit_states.has_files(self._states):
+            return
+        with self._write() as conn:
+            rows = conn.execute("SELECT state_file FROM runs WHERE state_file IS NOT NULL")
+            _audit_states.sweep(self._states, {str(r[0]) for r in rows})
+
+    def _move_out_states(self, conn: sqlite3.Connection, old_version: int) -> None:
+        if _suspension.move_out_states(conn, self._states, old_version):
+            self._moved_states = True
 
     # -- reading and retention -----------------------------------------------------------------
 
@@ -458,18 +585,29 @@ class AgentRunPersister:
             "%Y-%m-%dT%H:%M:%S.%fZ"
         )
         with self._write() as conn:
+            states = conn.execute(
+                "SELECT state_file FROM runs WHERE started_at < ? AND state_file IS NOT NULL",
+                (cutoff,),
+            ).fetchall()
             conn.execute(
                 "DELETE FROM events WHERE run_id IN (SELECT id FROM runs WHERE started_at < ?)",
                 (cutoff,),
             )
             deleted = conn.execute("DELETE FROM runs WHERE started_at < ?", (cutoff,)).rowcount
+        for (name,) in states:
+            self._wipe(str(name))
+        self._checkpoint("purge")
+        self._levels.clear()
+        self._next_seq.clear()
+        return int(deleted)
+
+    def _checkpoint(self, after: str) -> None:
         with self._lock:
             # Best effort: a reader in another process can hold the WAL; the next checkpoint
             # (at the latest when the last connection closes) overwrites it.
             try:
                 self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error as exc:
-                logger.warning("audit: WAL checkpoint after purge failed (%s)", type(exc).__name__)
-        self._levels.clear()
-        self._next_seq.clear()
-        return int(deleted)
+                logger.warning(
+                    "audit: WAL checkpoint after %s failed (%s)", after, type(exc).__name__
+                )

@@ -8,6 +8,7 @@
      │    ├── ProviderResponseError    the answer was not a response nr-llm can read
      │    └── ProviderUnavailableError 429/5xx, timeouts, refused connections, after retries
      ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
+     │    └── AlreadyClaimedError  another resumer (or a discard) took the run first
      ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
      └── TimedOut             internal: a tool call passed its limit (never leaves invoke())
 
@@ -20,6 +21,7 @@ A tool's own failures never raise out of ``ToolHost.invoke()``: they become erro
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyClaimedError",
     "ApprovalError",
     "ConfigurationError",
     "NrLlmError",
@@ -94,6 +96,23 @@ class ProviderUnavailableError(ProviderError):
 class ApprovalError(NrLlmError, ValueError):
     """Raised by ``ToolLoop.resume()`` when the approval does not match the suspended turn
     (a stale or mismatched digest, an unknown call id, a state that was altered)."""
+
+
+class AlreadyClaimedError(ApprovalError):
+    """Raised when a suspended run was claimed by someone else first: resumed by another
+    process, thread or front end, or discarded. ``claimant`` and ``claimed_at`` (UTC,
+    ISO 8601) say who and when; the message reads ``run '<id>' was already resumed by
+    <claimant> at <time>`` (or ``was discarded by``)."""
+
+    def __init__(
+        self, run_id: str, claimant: str, claimed_at: str, *, discarded: bool = False
+    ) -> None:
+        self.run_id = run_id
+        self.claimant = claimant
+        self.claimed_at = claimed_at
+        self.discarded = discarded
+        verb = "was discarded by" if discarded else "was already resumed by"
+        super().__init__(f"run {run_id[:80]!r} {verb} {claimant} at {claimed_at}")
 
 
 class TimedOut(NrLlmError):

@@ -32,7 +32,12 @@ from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
 from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
-from nr_llm_core.run_result import RunRecorder, TerminationReason, ToolLoopResult
+from nr_llm_core.run_result import (
+    ClaimingRecorder,
+    RunRecorder,
+    TerminationReason,
+    ToolLoopResult,
+)
 from nr_llm_core.trace import RunStep, RunTrace, StepListener, ToolInvocation
 
 __all__ = [
@@ -98,8 +103,10 @@ class ToolLoop:
     the result is ``truncated``. ``token_budget`` (input + output tokens, summed over the run)
     stops a run that asks for more tools after spending it. ``tool_timeout`` is the per-call
     limit passed to the host. ``persister`` (a :class:`RunRecorder`) receives every step and
-    suspended state; ``privacy`` is the level the persister applies to this loop's runs
-    (``None``: ``NR_LLM_PRIVACY_LEVEL``, else METADATA; an invalid value is METADATA).
+    suspended state; ``privacy`` is the level this loop asks the persister to record its runs
+    at: the persister applies the stricter of it and its own
+    (:func:`~nr_llm_core.privacy.effective_level`). ``None`` (the default) asks for nothing
+    and never widens a store; an invalid value asks for METADATA.
     ``trace_listeners`` are called with every step, unfiltered.
     """
 
@@ -118,7 +125,8 @@ class ToolLoop:
         self.provider = provider
         self.host = host
         self.max_iterations = _clamp_iterations(max_iterations)
-        self.privacy = resolve_privacy_level(privacy)
+        #: The level this loop asks for, ``None`` when none was named.
+        self.privacy = None if privacy is None else resolve_privacy_level(privacy)
         self.persister = persister
         self.trace_listeners = tuple(trace_listeners)
         if token_budget is not None and (type(token_budget) is not int or token_budget < 1):
@@ -164,6 +172,7 @@ class ToolLoop:
         *,
         approved: bool | Mapping[str, bool],
         digest: str | None = None,
+        claimant: str | None = None,
     ) -> ToolLoopResult:
         """Continue a suspended run with a human decision.
 
@@ -171,10 +180,15 @@ class ToolLoop:
         with a persister, a state passed in must also be the one the persister holds).
         ``approved`` is one bool for every call that needs approval, or a mapping call id →
         bool (a call left out is refused). ``digest`` is the digest the approver was shown;
-        when given it must equal the state's. The gate is applied again (a tool no longer
-        offered is not permitted); approved calls run, refused ones are answered with a
-        refusal text; then the loop continues. Raises :class:`ApprovalError` for a stale or
-        mismatched digest, an altered state, or an unknown call id.
+        when given it must equal the state's. With a persister that can claim
+        (:class:`~nr_llm_core.run_result.ClaimingRecorder`, as ``AgentRunPersister``), the
+        run is claimed in the store before any tool runs, recording ``claimant`` (default:
+        ``api`` on this host and process): of two resumers, one goes on and the other gets
+        :class:`~nr_llm_core.errors.AlreadyClaimedError` naming the first. The gate is
+        applied again (a tool no longer offered is not permitted); approved calls run,
+        refused ones are answered with a refusal text; then the loop continues. Raises
+        :class:`ApprovalError` for a stale or mismatched digest, an altered state, an unknown
+        call id, or a run that is not (or no longer) waiting.
         """
         if isinstance(state, str):
             state = self._load(state)
@@ -185,13 +199,14 @@ class ToolLoop:
             # on a run that was already resumed, or applied to a turn that has changed.
             stored = self.persister.load_suspended(state.run_id)
             if stored is None:
-                raise ApprovalError(f"run {state.run_id[:80]!r} is not waiting for approval")
+                raise self._not_waiting(state.run_id)
             if stored.get("digest") != state.digest:
                 raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
         if digest is not None and digest != state.digest:
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
+        self._claim(state, claimant)
         run = _Run(
             run_id=state.run_id,
             trace=self._trace(state.run_id),
@@ -426,10 +441,9 @@ class ToolLoop:
     def _begin(self) -> str:
         if self.persister is None:
             return uuid.uuid4().hex
-        meta: dict[str, Any] = {
-            "provider": type(self.provider).__name__,
-            "privacy": self.privacy.value,
-        }
+        meta: dict[str, Any] = {"provider": type(self.provider).__name__}
+        if self.privacy is not None:  # a level nobody named asks for nothing
+            meta["privacy"] = self.privacy.value
         try:
             return self.persister.begin(None, meta=meta)
         except Exception as exc:
@@ -452,11 +466,29 @@ class ToolLoop:
             raise ApprovalError("resuming by run id needs a persister")
         data = self.persister.load_suspended(run_id)
         if data is None:
-            raise ApprovalError(f"run {run_id[:80]!r} is not waiting for approval")
+            raise self._not_waiting(run_id)
         state = SuspendedRunState.from_dict(data)
         if state.run_id != run_id:
             raise ApprovalError("the stored state belongs to another run")
         return state
+
+    def _not_waiting(self, run_id: str) -> Exception:
+        """Why the persister holds no waiting state for ``run_id``: who took it, when it can
+        tell."""
+        if isinstance(self.persister, ClaimingRecorder):
+            return self.persister.resume_refusal(run_id)
+        return ApprovalError(f"run {run_id[:80]!r} is not waiting for approval")
+
+    def _claim(self, state: SuspendedRunState, claimant: str | None) -> None:
+        """Take the run from the store before any tool runs (the compare-and-set on its
+        status and digest): two resumers cannot both get past this."""
+        if not isinstance(self.persister, ClaimingRecorder):
+            return
+        claimed = self.persister.claim_suspended(
+            state.run_id, digest=state.digest, claimant=claimant
+        )
+        if claimed.get("digest") != state.digest:  # the digest covers every field
+            raise ApprovalError("stale approval: the run's pending turn has changed")
 
 
 def _valid_completion(value: object) -> bool:

@@ -76,6 +76,7 @@ __all__ = [
     "PrivacyLevel",
     "RunStepPrivacyFilter",
     "call_reference",
+    "effective_level",
     "reason_code",
     "resolve_privacy_level",
 ]
@@ -165,6 +166,32 @@ def resolve_privacy_level(value: PrivacyLevel | str | None = None) -> PrivacyLev
         ", ".join(level.value for level in PrivacyLevel),
     )
     return PrivacyLevel.METADATA
+
+
+#: Stricter first: where levels meet, the one that keeps less wins.
+_KEEPS: Final = {
+    PrivacyLevel.NONE: 0,
+    PrivacyLevel.METADATA: 1,
+    PrivacyLevel.REDACTED: 2,
+    PrivacyLevel.FULL: 3,
+}
+
+
+def effective_level(*levels: PrivacyLevel | str | None) -> PrivacyLevel:
+    """The level a run is recorded at where several levels meet: the strictest one named.
+
+    Every place where two levels meet (a store and a loop, a store and a CLI flag or a
+    playground request) asks this function, and nothing else decides. Each argument is a level
+    somebody named, or ``None`` where nobody did: ``None`` is never a request to widen.
+    ``NR_LLM_PRIVACY_LEVEL``, when set, is the operator's named level and always takes part.
+    With nothing named at all: METADATA. An invalid value counts as METADATA (a typo never
+    widens). Order, stricter first: NONE, METADATA, REDACTED, FULL.
+    """
+    named = [resolve_privacy_level(level) for level in levels if level is not None]
+    env = os.environ.get(PRIVACY_ENV_VAR)
+    if env is not None and env.strip():
+        named.append(resolve_privacy_level(None))
+    return min(named, key=_KEEPS.__getitem__, default=PrivacyLevel.METADATA)
 
 
 def call_reference(call_id: str) -> str:

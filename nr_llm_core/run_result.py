@@ -2,14 +2,15 @@
 
 :class:`ToolLoopResult` and :class:`TerminationReason` are what ``ToolLoop.run()`` and
 ``ToolLoop.resume()`` return; :class:`RunRecorder` is the interface of an audit store that
-receives every step (``AgentRunPersister`` implements it).
+receives every step, and :class:`ClaimingRecorder` the optional part that makes a resume an
+atomic claim (``AgentRunPersister`` implements both).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Protocol, final
+from typing import Any, Protocol, final, runtime_checkable
 
 import attrs
 
@@ -18,7 +19,7 @@ from nr_llm_core.messages import ChatMessage
 from nr_llm_core.providers.base import Usage
 from nr_llm_core.trace import RunStep, RunTrace, ToolInvocation
 
-__all__ = ["RunRecorder", "TerminationReason", "ToolLoopResult"]
+__all__ = ["ClaimingRecorder", "RunRecorder", "TerminationReason", "ToolLoopResult"]
 
 
 class TerminationReason(enum.StrEnum):
@@ -66,6 +67,27 @@ class RunRecorder(Protocol):
 
     def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
         """The stored state of a suspended run, or ``None``."""
+        ...
+
+
+@runtime_checkable
+class ClaimingRecorder(RunRecorder, Protocol):
+    """A :class:`RunRecorder` that hands a suspended run to exactly one resumer.
+
+    The loop uses it when its persister has these methods (checked with ``isinstance``);
+    without them a resume is not guarded against a second resumer in another process.
+    """
+
+    def claim_suspended(
+        self, run_id: str, *, digest: str | None = None, claimant: str | None = None
+    ) -> Mapping[str, Any]:
+        """Atomically move a run waiting on ``digest`` to running, recording ``claimant``,
+        and return its state; raise ``ApprovalError`` (``AlreadyClaimedError`` when someone
+        else claimed it first, naming them) otherwise."""
+        ...
+
+    def resume_refusal(self, run_id: str) -> Exception:
+        """The error explaining why ``run_id`` is not waiting (who claimed it, and when)."""
         ...
 
 

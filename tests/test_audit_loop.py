@@ -28,7 +28,10 @@ def loop_for(
 
 
 def db_bytes(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name))
+    """Every file the store owns: the database, -wal/-shm, and its state directory."""
+    owned = (p for p in db.parent.iterdir() if p.name.startswith(db.name))
+    files = (f for p in owned for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+    return b"".join(f.read_bytes() for f in files)
 
 
 def test_a_run_is_recorded_and_settled_without_artifacts(tmp_path: Path) -> None:

@@ -78,7 +78,8 @@ def _show_call(number: int, name: str, got: str, left: list[str], stored: Any, l
     "--privacy",
     type=click.Choice(["none", "metadata", "redacted", "full"], case_sensitive=False),
     default=None,
-    help="What the audit store keeps (default: $NR_LLM_PRIVACY_LEVEL, else metadata).",
+    help="What the audit store keeps; $NR_LLM_PRIVACY_LEVEL, when set, is the widest allowed "
+    "(the stricter wins; default: metadata).",
 )
 @db_option
 def demo(privacy: str | None, db: Path | None) -> None:
@@ -88,19 +89,20 @@ def demo(privacy: str | None, db: Path | None) -> None:
     from nr_llm_core.cli._store import open_store
     from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
-    from nr_llm_core.privacy import resolve_privacy_level
     from nr_llm_core.providers import ScriptedProvider
 
-    level = resolve_privacy_level(privacy)
     with status("Loading the tools"):
         host = ToolHost.discover()
     store_path = db if db is not None else default_db_path()
     store = open_store(store_path)
     with store:
-        loop = ToolLoop(ScriptedProvider.demo(), host, privacy=level, persister=store)
+        loop = ToolLoop(ScriptedProvider.demo(), host, privacy=privacy, persister=store)
         with status("Running the scripted demo through the tool loop"):
             result = loop.run(PROMPT)
         stored = [decode_json(step["payload"]) for step in store.steps(result.run_id)]
+        run = store.get_run(result.run_id)
+    # The level the store applied (the stricter of --privacy and $NR_LLM_PRIVACY_LEVEL).
+    level = "unknown" if run is None else str(run["privacy_level"])
     tool_records = [record for record in stored if record.get("kind") == "tool"]
 
     click.echo(f"\nprompt: {PROMPT}")
@@ -114,14 +116,14 @@ def demo(privacy: str | None, db: Path | None) -> None:
             outcome.content,
             _artifact_lines([a.to_dict() for a in outcome.artifacts]),
             record,
-            level.value,
+            level,
         )
     click.secho("\nthe model's answer", bold=True)
     click.echo(visible(result.content))
     click.echo(
         f"\n{result.termination_reason.value} after {result.iterations} completion(s); "
         f"run {result.run_id} recorded in {visible(str(store_path), keep_newlines=False)} "
-        f"at privacy level {level.value}."
+        f"at privacy level {visible(level, keep_newlines=False)}."
     )
     click.echo(f"See exactly what was stored:  nr-llm runs show {result.run_id}")
     click.echo("Open the web playground:      nr-llm playground")

@@ -14,7 +14,7 @@ from nr_llm_core.cli._report import report
 from nr_llm_core.cli._store import db_option, open_store
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop
-from nr_llm_core.privacy import PrivacyLevel
+from nr_llm_core.privacy import PrivacyLevel, effective_level
 
 __all__ = ["run"]
 
@@ -35,7 +35,8 @@ __all__ = ["run"]
     "--privacy",
     type=click.Choice([level.value for level in PrivacyLevel], case_sensitive=False),
     default=None,
-    help="What the audit store keeps of each step (default: $NR_LLM_PRIVACY_LEVEL, else metadata).",
+    help="What the audit store keeps of each step; $NR_LLM_PRIVACY_LEVEL, when set, is the "
+    "widest allowed (the stricter wins; default: metadata).",
 )
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not write the run to the audit store.")
@@ -80,7 +81,7 @@ def run(
             )
             with status(f"Running the tool loop ({type(chosen).__name__})"):
                 result = loop.run(prompt, allowed=allowed)
-            level = recorded_level(store, result.run_id, loop.privacy.value)
+            level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
     finally:
         if store is not None:
             store.close()

@@ -1,5 +1,4 @@
-"""``nr-llm runs list|show|approve|deny`` and ``nr-llm privacy level|purge``: the audit store
-from a shell.
+"""``nr-llm runs list|show|approve|deny|discard`` and ``nr-llm privacy level|purge``.
 
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
@@ -29,7 +28,7 @@ from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
-__all__ = ["approve_run", "deny_run", "privacy", "runs"]
+__all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
 
 
 @click.group()
@@ -85,6 +84,8 @@ _RUN_FIELDS = (
     "tokens_out",
     "privacy_level",
     "suspended",
+    "claimed_by",
+    "claimed_at",
     "steps",
 )
 
@@ -150,6 +151,7 @@ def _decide(
     yes: bool,
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
+    from nr_llm_core.audit import AuditStoreError, claimant
     from nr_llm_core.cli._report import report
     from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
@@ -161,13 +163,17 @@ def _decide(
         no_database(db)
         raise SystemExit(1)
     with store:
-        data = store.load_suspended(run_id)
-        if data is None:
-            raise click.ClickException(
-                f"run {visible(run_id, keep_newlines=False)!r} is not waiting for approval"
-            )
+        try:
+            data = store.load_suspended(run_id)
+        except AuditStoreError as exc:
+            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+        if data is None:  # who resumed it and when, if anyone did
+            refusal = store.resume_refusal(run_id)
+            raise click.ClickException(visible(str(refusal), keep_newlines=False))
         level = recorded_level(store, run_id, None)
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
+        # The decision is bound to the turn loaded here (its script position too).
+        digest = state.digest if digest is None else digest
         provider = make_provider(options.pop("provider"), **options)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
@@ -175,8 +181,10 @@ def _decide(
         loop = ToolLoop(provider, ToolHost.discover(), persister=store)
         try:
             with status("Resuming the run"):
-                result = loop.resume(run_id, approved=approve, digest=digest)
-        except ApprovalError as exc:
+                result = loop.resume(
+                    run_id, approved=approve, digest=digest, claimant=claimant("cli")
+                )
+        except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
     report(result, privacy_level=level)
 
@@ -224,6 +232,27 @@ def _decision_command(approve: bool) -> Callable[..., None]:
 
 approve_run = _decision_command(True)
 deny_run = _decision_command(False)
+
+
+@runs.command("discard")
+@click.argument("run_id")
+@db_option
+def discard_run(run_id: str, db: Path | None) -> None:
+    """Give up RUN_ID, which waits for approval: it is settled as cancelled (reason
+    discarded) and its saved state (prompt, tool output, pending arguments) is wiped."""
+    from nr_llm_core.audit import AuditStoreError, claimant
+    from nr_llm_core.errors import ApprovalError
+
+    store = open_persister(db)
+    if store is None:
+        no_database(db)
+        raise SystemExit(1)
+    with store:
+        try:
+            store.discard(run_id, claimant=claimant("cli"))
+        except (ApprovalError, AuditStoreError) as exc:
+            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    click.echo(f"Discarded run {visible(run_id, keep_newlines=False)}; its saved state is wiped.")
 
 
 @click.group()

@@ -24,11 +24,11 @@ import attrs
 
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
-from nr_llm_core.audit import AuditStoreError
-from nr_llm_core.errors import ApprovalError
+from nr_llm_core.audit import AuditStoreError, claimant
+from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
-from nr_llm_core.playground._store import Store, persisted_record
+from nr_llm_core.playground._store import Store, level_for, persisted_record
 from nr_llm_core.providers.base import Provider
 from nr_llm_core.trace import RunStep, RunTrace
 
@@ -52,7 +52,8 @@ class RunRequest:
     provider: str
     allowed: tuple[str, ...] | None
     max_rounds: int
-    privacy: str
+    #: The level the request names; ``None`` asks for nothing (the store's level applies).
+    privacy: str | None
 
 
 @final
@@ -171,7 +172,9 @@ class RunManager:
         with self._lock:
             return self._traces.get(run_id)
 
-    def _loop(self, provider: Provider, max_rounds: int, privacy: str, stream: _Stream) -> ToolLoop:
+    def _loop(
+        self, provider: Provider, max_rounds: int, privacy: str | None, stream: _Stream
+    ) -> ToolLoop:
         return ToolLoop(
             provider,
             self.host,
@@ -185,41 +188,65 @@ class RunManager:
     def start(self, request: RunRequest) -> AsyncIterator[Event]:
         """Begin a run; its events, in order (the run itself goes on in a worker)."""
         provider = self.providers[request.provider]()
+        # The level shown is the level stored: the stricter of the request and the store.
+        level = level_for(self.store, request.privacy)
         context: Event = {
             "provider": request.provider,
-            "privacy": request.privacy,
+            "privacy": level,
             "max_rounds": request.max_rounds,
             "resumed": False,
         }
-        stream = _Stream(asyncio.get_running_loop(), request.privacy, context)
+        stream = _Stream(asyncio.get_running_loop(), level, context)
         loop = self._loop(provider, request.max_rounds, request.privacy, stream)
         context["tools"] = [s.name for s in loop.offer(request.allowed)]
         setup = _Setup(
             provider=provider,
             provider_name=request.provider,
             max_rounds=request.max_rounds,
-            privacy=request.privacy,
+            privacy=level,
         )
         self._submit(stream, setup, lambda: loop.run(request.prompt, allowed=request.allowed))
         return stream.events()
 
     def take_waiting(self, run_id: str, digest: object, approved: object) -> _Waiting:
-        """Claim a suspended run for resuming, checking the digest and the decision first
-        (a refused request leaves the run waiting)."""
+        """Take a suspended run for resuming, checking the digest and the decision first
+        (a refused request leaves the run waiting).
+
+        With a store, the store decides who resumes: a run another process (the CLI, another
+        playground) already resumed is refused with 409, naming who and when; the atomic
+        claim itself is taken by :meth:`ToolLoop.resume` before any tool runs. Blocking
+        (it reads the store): call it from a worker thread."""
         with self._lock:
             waiting = self._waiting.get(run_id)
-            if waiting is None:
-                raise ResumeRefused(404, "this run is not waiting for approval")
-            if type(digest) is not str or not hmac.compare_digest(
-                digest.encode("utf-8", "replace"), waiting.state.digest.encode("ascii")
-            ):
-                raise ResumeRefused(409, "stale approval: the digest does not match")
-            try:
-                decisions_for(waiting.state, approved)  # type: ignore[arg-type]
-            except (ApprovalError, TypeError) as exc:
-                raise ResumeRefused(400, str(exc)[:300]) from None
+        if waiting is None:
+            raise self._not_waiting(run_id)
+        if type(digest) is not str or not hmac.compare_digest(
+            digest.encode("utf-8", "replace"), waiting.state.digest.encode("ascii")
+        ):
+            raise ResumeRefused(409, "stale approval: the digest does not match")
+        try:
+            decisions_for(waiting.state, approved)  # type: ignore[arg-type]
+        except (ApprovalError, TypeError) as exc:
+            raise ResumeRefused(400, str(exc)[:300]) from None
+        with self._lock:
+            if self._waiting.get(run_id) is not waiting:  # another request took it meanwhile
+                raise self._not_waiting(run_id)
             del self._waiting[run_id]
+        if self.store is not None:
+            store = self.store.persister
+            record = store.get_run(run_id)
+            if record is None or record["status"] != "suspended":
+                raise ResumeRefused(409, str(store.resume_refusal(run_id))[:300])
         return waiting
+
+    def _not_waiting(self, run_id: str) -> ResumeRefused:
+        """404 for a run this playground does not hold; 409 naming who resumed (or
+        discarded) it when the store recorded a claim."""
+        if self.store is not None:
+            refusal = self.store.persister.resume_refusal(run_id)
+            if isinstance(refusal, AlreadyClaimedError):
+                return ResumeRefused(409, str(refusal)[:300])
+        return ResumeRefused(404, "this run is not waiting for approval")
 
     def resume(self, waiting: _Waiting, approved: Any) -> AsyncIterator[Event]:
         """Continue a claimed run with the decision; its events, in order."""
@@ -234,10 +261,11 @@ class RunManager:
         loop = self._loop(setup.provider, setup.max_rounds, setup.privacy, stream)
         context["tools"] = [s.name for s in loop.offer(waiting.state.allowed)]
         state = waiting.state
+        who = claimant("playground")
         self._submit(
             stream,
             setup,
-            lambda: loop.resume(state, approved=approved, digest=state.digest),
+            lambda: loop.resume(state, approved=approved, digest=state.digest, claimant=who),
         )
         return stream.events()
 
@@ -245,7 +273,7 @@ class RunManager:
         def job() -> None:
             try:
                 result = work()
-            except ApprovalError as exc:
+            except (ApprovalError, AuditStoreError) as exc:  # host-worded: who resumed it …
                 stream.finish({"event": "error", "run_id": None, "reason": str(exc)[:300]})
             except Exception as exc:
                 log_exception(logger, "a playground run raised", exc=exc)

@@ -12,9 +12,17 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from nr_llm_core.audit import AgentRunPersister, default_db_path
-from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, resolve_privacy_level
+from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, effective_level
 
-__all__ = ["LEVELS", "Store", "default_level", "open_store", "persisted_record", "resolve_level"]
+__all__ = [
+    "LEVELS",
+    "Store",
+    "default_level",
+    "level_for",
+    "open_store",
+    "persisted_record",
+    "resolve_level",
+]
 
 #: The privacy level names, least kept first.
 LEVELS: Final = tuple(level.value for level in PrivacyLevel)
@@ -22,9 +30,18 @@ _FILTERS: Final = {level.value: RunStepPrivacyFilter(level) for level in Privacy
 _RUNS_LISTED: Final = 200
 
 
-def default_level() -> str:
-    """The level a run gets when none is chosen: ``NR_LLM_PRIVACY_LEVEL``, else metadata."""
-    return resolve_privacy_level(None).value
+def default_level(store: Store | None = None) -> str:
+    """The level a run gets when none is chosen: the store's, ``NR_LLM_PRIVACY_LEVEL``'s
+    (the stricter of the ones set), else metadata."""
+    return level_for(store, None)
+
+
+def level_for(store: Store | None, requested: object) -> str:
+    """The level a request for ``requested`` (``None``: not named) is recorded and shown
+    at: the stricter of it and the store's (:func:`~nr_llm_core.privacy.effective_level`)."""
+    ceiling = None if store is None else store.persister.ceiling
+    asked = None if requested is None else resolve_level(requested)
+    return effective_level(ceiling, asked).value
 
 
 def resolve_level(value: object) -> str:
@@ -63,9 +80,9 @@ class Store:
         self.persister.close()
 
 
-def open_store(path: Path | None) -> Store:
+def open_store(path: Path | None, *, privacy: PrivacyLevel | str | None = None) -> Store:
     """The audit store at ``path`` (``None``: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``),
-    created when missing."""
+    created when missing; ``privacy`` is its level (no request is recorded wider)."""
     target = path if path is not None else default_db_path()
     target.parent.mkdir(parents=True, exist_ok=True)
-    return Store(AgentRunPersister(target))
+    return Store(AgentRunPersister(target, privacy=privacy))

@@ -25,6 +25,7 @@ from nr_llm_core.playground._store import (
     LEVELS,
     Store,
     default_level,
+    level_for,
     resolve_level,
 )
 from nr_llm_core.playground._tools import grouped_tools, invoke_tool
@@ -115,7 +116,7 @@ def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequ
         provider=str(provider),
         allowed=None if tools is None else tuple(tools),
         max_rounds=rounds,
-        privacy=resolve_level(privacy) if privacy is not None else default_level(),
+        privacy=None if privacy is None else resolve_level(privacy),
     )
 
 
@@ -171,7 +172,7 @@ def create_app(
             {
                 "providers": list(providers),
                 "privacy_levels": list(LEVELS),
-                "default_privacy": default_level(),
+                "default_privacy": default_level(store),
                 "max_rounds_cap": MAX_ITERATIONS_CAP,
                 "runs_available": store is not None,
             }
@@ -195,7 +196,7 @@ def create_app(
         needs_approval = name in host.names() and host.spec(name).requires_approval
         if needs_approval and body.get("approved") is not True:
             return _error(409, "this tool requires approval: send approved=true to run it")
-        level = resolve_level(body.get("privacy", default_level()))
+        level = level_for(store, body.get("privacy"))
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(
             manager.executor,
@@ -223,8 +224,9 @@ def create_app(
             return _error(400, str(exc))
         approved = body.get("approved")
         try:
-            waiting = manager.take_waiting(
-                request.path_params["run_id"], body.get("digest"), approved
+            # In a thread: with a store, it reads who may have resumed the run meanwhile.
+            waiting = await asyncio.to_thread(
+                manager.take_waiting, request.path_params["run_id"], body.get("digest"), approved
             )
         except ResumeRefused as exc:
             return _error(exc.status, exc.reason)

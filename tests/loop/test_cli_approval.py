@@ -64,7 +64,7 @@ def test_approve_runs_the_call_and_finishes(shop: Path, script: Path) -> None:
     assert "Renamed." in out.output and "completed" in out.output
     assert product_name(shop) == "Quiet keyboard"
     again = runner.invoke(main, ["runs", "approve", run_id, "--script", str(script)])
-    assert again.exit_code == 1 and "not waiting for approval" in again.output
+    assert again.exit_code == 1 and "already resumed by cli on" in again.output
 
 
 def test_deny_refuses_the_call(shop: Path, script: Path) -> None:

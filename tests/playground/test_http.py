@@ -298,7 +298,8 @@ def test_approve_and_deny_resume_the_run(client: httpx.Client) -> None:
         again = client.post(
             f"/api/runs/{run_id}/resume", json={"digest": pause["digest"], "approved": True}
         )
-        assert again.status_code == 404  # an approval is not replayed
+        assert again.status_code == 409  # an approval is not replayed: the store says who
+        assert "already resumed by playground on" in again.json()["error"]
         assert client.get(f"/api/runs/{run_id}").json()["run"]["status"] == "completed"
 
 

@@ -1,0 +1,154 @@
+"""A suspended run's row: the statements that suspend, claim, discard and release a run.
+
+Each function runs inside the persister's write transaction (``BEGIN IMMEDIATE``), so the
+check and the change are one atomic step for every thread and process on the file. State
+files are written here, inside the transaction, and returned by name to be wiped by the caller
+after the commit (see :mod:`nr_llm_core._audit_states` for why states are files).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from pathlib import Path
+from typing import Any, Final
+
+from nr_llm_core import _audit_states
+from nr_llm_core._audit_records import (
+    DISCARDED,
+    RunStatus,
+    resume_refusal,
+    run_record,
+)
+from nr_llm_core._audit_schema import RESUME, RUN_COLUMNS, STATE_OF, now
+from nr_llm_core.encoding import decode_json
+
+__all__ = [
+    "claimant",
+    "claimant_text",
+    "discard",
+    "end_suspension",
+    "lost",
+    "move_out_states",
+    "set_suspended",
+    "state_file",
+    "waiting_state",
+]
+
+_MAX_CLAIMANT: Final = 200
+
+
+def claimant(front_end: str) -> str:
+    """Who is resuming, as recorded with a claim: ``<front end> on <host> (pid <pid>)``.
+
+    ``front_end`` names the way in (``cli``, ``playground``, ``api``)."""
+    return f"{front_end} on {socket.gethostname()} (pid {os.getpid()})"
+
+
+def claimant_text(value: str | None) -> str:
+    """The claimant to record: ``value`` (bounded), else ``claimant("api")``."""
+    return (claimant("api") if value is None else str(value))[:_MAX_CLAIMANT]
+
+
+def lost(run_id: str) -> str:
+    """The message of :class:`SuspendedStateError` for ``run_id``."""
+    return (
+        f"the saved state of run {run_id[:80]!r} is missing or altered: it cannot be resumed; "
+        "discard it"
+    )
+
+
+def state_file(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The state file a suspended run's row names, if any."""
+    row = conn.execute(STATE_OF, (run_id,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def set_suspended(
+    conn: sqlite3.Connection, directory: Path, run_id: str, data: bytes, digest: object
+) -> str:
+    """Write ``data`` to a new state file and mark the run suspended on it; return the name.
+
+    Written inside the write transaction: a sweep (which takes the same lock) never sees a
+    file between its writing and the commit that names it."""
+    name, sha256 = _audit_states.write(directory, data)
+    try:
+        conn.execute(
+            "UPDATE runs SET status = ?, state_file = ?, state_sha256 = ?, state_digest = ? "
+            "WHERE id = ?",
+            (
+                RunStatus.SUSPENDED.value,
+                name,
+                sha256,
+                digest if type(digest) is str else None,
+                run_id,
+            ),
+        )
+    except BaseException:
+        _audit_states.wipe(directory, name)
+        raise
+    return name
+
+
+def waiting_state(
+    conn: sqlite3.Connection, run_id: str, digest: str | None
+) -> tuple[str | None, str | None]:
+    """The state file and hash of a run that waits (on the turn ``digest``, when given), or
+    raise the refusal (:func:`~nr_llm_core._audit_records.resume_refusal`). Both are
+    ``None`` for a waiting row that names no file (it can be discarded, not resumed)."""
+    row = conn.execute(
+        f"SELECT {RUN_COLUMNS}, state_file, state_sha256, state_digest FROM runs WHERE id = ?",  # noqa: S608  # a constant column list
+        (run_id,),
+    ).fetchone()
+    record = None if row is None else run_record(row)
+    if record is None or record["status"] != RunStatus.SUSPENDED:
+        raise resume_refusal(run_id, record)
+    name, sha256, pending = row[-3], row[-2], row[-1]
+    if digest is not None and digest != pending:
+        raise resume_refusal(run_id, record)
+    return name, sha256
+
+
+def end_suspension(conn: sqlite3.Connection, run_id: str, who: str) -> str | None:
+    """Claim the run for ``who`` (status ``running``); return its state file to wipe."""
+    name = state_file(conn, run_id)
+    conn.execute(RESUME, (run_id, who, now()))
+    return name
+
+
+def discard(conn: sqlite3.Connection, run_id: str, who: str) -> str | None:
+    """Settle a waiting run ``cancelled`` (reason ``discarded``) for ``who``; return its
+    state file to wipe. Refused like a claim when the run is not waiting."""
+    name, _ = waiting_state(conn, run_id, None)
+    at = now()
+    conn.execute(
+        "UPDATE runs SET status = ?, ended_at = ?, termination_reason = ?, state_file = NULL, "
+        "state_sha256 = NULL, state_digest = NULL, claimed_by = ?, claimed_at = ? WHERE id = ?",
+        (RunStatus.CANCELLED.value, at, DISCARDED, who, at, run_id),
+    )
+    return name
+
+
+def move_out_states(conn: sqlite3.Connection, directory: Path, old_version: int) -> bool:
+    """Upgrade from schema 1 or 2 (in the migration's transaction): each waiting run's state
+    leaves the ``suspended_state`` column for a file; the column is cleared everywhere.
+    Returns whether any state was moved (the caller then checkpoints the WAL)."""
+    if not 0 < old_version < 3:
+        return False
+    rows = conn.execute(
+        "SELECT id, status, suspended_state FROM runs WHERE suspended_state IS NOT NULL"
+    ).fetchall()
+    for run_id, status, text in rows:
+        if status == RunStatus.SUSPENDED:
+            set_suspended(conn, directory, run_id, str(text).encode("utf-8"), _digest_of(text))
+    conn.execute("UPDATE runs SET suspended_state = NULL WHERE suspended_state IS NOT NULL")
+    return bool(rows)
+
+
+def _digest_of(text: Any) -> object:
+    try:
+        data = decode_json(text)
+    except (ValueError, RecursionError):
+        return None
+    return data.get("digest") if type(data) is dict else None
