@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, render_table, status, visible
 from nr_llm_core.cli._pending import (
     pending_json,
@@ -112,7 +113,12 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
         if record is None:
             raise click.ClickException(f"no run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
-        data = store.load_suspended(run_id)
+        try:
+            data = store.load_suspended(run_id)
+        except AuditStoreError as exc:  # a state file missing or altered: say so, show the rest
+            data, lost = None, str(exc)
+        else:
+            lost = None
     level = record["privacy_level"]
     run: dict[str, Any] = dict(record)
     if as_json:
@@ -137,6 +143,9 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
     if data is not None:
         lines.append("")
         lines.append(pending_text(data, level, run_id=run_id))
+    if lost is not None:
+        lines.append("")
+        lines.append(f"warning: {visible(lost, keep_newlines=False)}")
     page("\n".join(lines))
 
 

@@ -8,6 +8,7 @@ a real SQLite file, the commands through click's runner (and one real process on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -260,12 +261,19 @@ def test_an_altered_state_is_shown_with_a_warning(shop: Path, script: Path, audi
     """A stored state edited after it was saved is shown (it is data) and flagged: the
     decision on it will be refused."""
     run_id, _, _ = suspend(script)
+    # The state is a file beside the database whose SHA-256 the run's row holds (ADR 0011):
+    # whoever can edit both changes what is waiting, and only the digest can tell.
     conn = sqlite3.connect(audit)
-    (raw,) = conn.execute("SELECT suspended_state FROM runs WHERE id = ?", (run_id,)).fetchone()
-    state = json.loads(raw)
+    (name,) = conn.execute("SELECT state_file FROM runs WHERE id = ?", (run_id,)).fetchone()
+    path = audit.with_name(audit.name + "-suspended") / name
+    state = json.loads(path.read_bytes())
     state["pending"][0]["arguments"]["values"]["name"] = "swapped"
     state["messages"][-1]["tool_calls"][0]["arguments"]["values"]["name"] = "swapped"
-    conn.execute("UPDATE runs SET suspended_state = ? WHERE id = ?", (json.dumps(state), run_id))
+    raw = json.dumps(state).encode()
+    path.write_bytes(raw)
+    conn.execute(
+        "UPDATE runs SET state_sha256 = ? WHERE id = ?", (hashlib.sha256(raw).hexdigest(), run_id)
+    )
     conn.commit()
     conn.close()
     code, out = cli("runs", "show", run_id)
@@ -276,4 +284,28 @@ def test_an_altered_state_is_shown_with_a_warning(shop: Path, script: Path, audi
     assert code == 1
     assert "does not match its digest" in refused
     assert '"name": "swapped"' not in refused  # refused before anything is shown or asked
+    assert product_name(shop) == "Mechanical keyboard"
+
+
+def test_a_state_file_altered_behind_the_store_is_reported_not_shown(
+    shop: Path, script: Path, audit: Path
+) -> None:
+    """A state file whose bytes no longer match the hash its row recorded is neither shown
+    nor resumed: ``runs show`` prints the run and says the state is lost, ``approve`` refuses."""
+    run_id, _, _ = suspend(script)
+    conn = sqlite3.connect(audit)
+    (name,) = conn.execute("SELECT state_file FROM runs WHERE id = ?", (run_id,)).fetchone()
+    conn.close()
+    path = audit.with_name(audit.name + "-suspended") / name
+    state = json.loads(path.read_bytes())
+    state["pending"][0]["arguments"]["values"]["name"] = "swapped-CANARY"
+    path.write_bytes(json.dumps(state).encode())  # the row's hash is left as it was
+    code, out = cli("runs", "show", run_id)
+    assert code == 0, out
+    assert "warning:" in out
+    assert "discard" in out
+    assert "swapped-CANARY" not in out
+    code, refused = cli("runs", "approve", run_id, "--script", str(script))
+    assert code == 1
+    assert "swapped-CANARY" not in refused
     assert product_name(shop) == "Mechanical keyboard"
