@@ -113,12 +113,11 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
         if record is None:
             raise click.ClickException(f"no run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
+        lost: str | None = None
         try:
             data = store.load_suspended(run_id)
         except AuditStoreError as exc:  # a state file missing or altered: say so, show the rest
             data, lost = None, str(exc)
-        else:
-            lost = None
     level = record["privacy_level"]
     run: dict[str, Any] = dict(record)
     if as_json:
