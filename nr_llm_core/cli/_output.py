@@ -9,6 +9,7 @@ output reaches the terminal raw.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import sys
 import threading
@@ -18,7 +19,7 @@ from typing import Final
 
 import click
 
-__all__ = ["echo_visible", "render_table", "status", "visible"]
+__all__ = ["echo_visible", "log_visibly", "render_table", "status", "visible"]
 
 # C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
 # line/paragraph separators, and lone surrogates.
@@ -45,6 +46,31 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     if not keep_newlines:
         out = out.replace("\n", "\\n").replace("\t", "\\t")
     return out
+
+
+class _VisibleStderr(logging.Handler):
+    """Writes each record to the current ``sys.stderr``, made :func:`visible` (a record can
+    hold a tool's type name, a traceback's frames, a plugin's own text)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def log_visibly() -> None:
+    """Show log records of WARNING and above on stderr through :func:`visible`.
+
+    Without it, Python's last-resort handler writes them raw. Only when the application
+    configured no logging (no root handler); a host that did keeps its own.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = _VisibleStderr(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
 
 
 def echo_visible(text: str, **kwargs: bool) -> None:

@@ -17,6 +17,15 @@ import click
 
 from nr_llm_core.cli._output import render_table, status, visible
 from nr_llm_core.cli._providers import make_provider, provider_options
+from nr_llm_core.cli._session import (
+    close_provider,
+    config_option,
+    isolate_option,
+    open_host,
+    read_config,
+    session,
+    tool_timeout_option,
+)
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 
@@ -105,16 +114,21 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
     from nr_llm_core.approval import SuspendedRunState
     from nr_llm_core.cli._report import report
     from nr_llm_core.errors import ApprovalError
-    from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
 
+    config = read_config(
+        options.pop("config_path"),
+        isolate=options.pop("isolate"),
+        tool_timeout=options.pop("tool_timeout"),
+    )
     store = open_persister(db)
     if store is None:
         no_database(db)
         raise SystemExit(1)
-    with store:
+    with session() as stack:
+        stack.enter_context(store)
         data = store.load_suspended(run_id)
         if data is None:
             raise click.ClickException(
@@ -122,10 +136,13 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
             )
         state = SuspendedRunState.from_dict(data)
         provider = make_provider(options.pop("provider"), **options)
+        close_provider(stack, provider)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
             provider.position = sum(1 for m in state.messages if m.role is Role.ASSISTANT)
-        loop = ToolLoop(provider, ToolHost.discover(), persister=store)
+        # The same configuration as `nr-llm run`: a tool isolated there is isolated here.
+        host = stack.enter_context(open_host(config))
+        loop = ToolLoop(provider, host, persister=store)
         try:
             with status("Resuming the run"):
                 result = loop.resume(run_id, approved=approve, digest=digest)
@@ -146,6 +163,9 @@ def _decision_command(approve: bool) -> Callable[..., None]:
     )
     @db_option
     @provider_options
+    @isolate_option
+    @tool_timeout_option()
+    @config_option
     def decide(run_id: str, digest: str | None, db: Path | None, **options: Any) -> None:
         _decide(run_id, approve, digest, db, options)
 
