@@ -337,9 +337,12 @@ def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for section, table in data.items():
         known = _SECTIONS.get(section)
+        if known is None and type(table) is not dict:
+            sections = " or ".join(f"[{name}]" for name in _SECTIONS)
+            raise ConfigurationError(f"{file}: {section!r} is not in a section ({sections})")
         if known is None:
             raise ConfigurationError(
-                f"{file}: unknown section [{section!r}]{_suggest(section, _SECTIONS)}"
+                f"{file}: unknown section {section!r}{_suggest(section, _SECTIONS)}"
             )
         if type(table) is not dict:
             raise ConfigurationError(f"{file}: {section!r} must be a [{section}] table")

@@ -62,7 +62,7 @@ def show(
         setting = settings.settings[key.dotted]
         sources = "; ".join(str(source) for source in setting.sources)
         rows.append([key.dotted, _shown(setting.value), sources])
-    click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=60))
+    click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 
 
 @config.command("path")

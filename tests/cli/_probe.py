@@ -190,5 +190,9 @@ def run_nr_llm(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         ) as proc:
-            out, err = proc.communicate(timeout=timeout)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
         return Ran(proc.pid, proc.returncode, out, err, imported(modules))
