@@ -114,7 +114,7 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
     from nr_llm_core.approval import SuspendedRunState
     from nr_llm_core.cli._report import report
     from nr_llm_core.errors import ApprovalError
-    from nr_llm_core.loop import ToolLoop
+    from nr_llm_core.loop import TerminationReason, ToolLoop
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
 
@@ -149,6 +149,8 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
         except ApprovalError as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
     report(result)
+    if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
+        raise SystemExit(1)
 
 
 def _decision_command(approve: bool) -> Callable[..., None]:

@@ -57,6 +57,7 @@ def _spawn(arguments):
 
 
 ProbeSpawn = tool("probe_spawn", _spawn)
+ProbeSpawnGated = tool("probe_spawn_gated", _spawn, approval=True)
 
 
 def _hang(arguments):
@@ -82,11 +83,13 @@ PROBE_TOOLS = {
     "probe": "Probe",
     "probe_gated": "ProbeGated",
     "probe_spawn": "ProbeSpawn",
+    "probe_spawn_gated": "ProbeSpawnGated",
     "probe_hang": "ProbeHang",
     "probe_nap": "ProbeNap",
 }
 
 _WHERE = re.compile(r"pid=(\d+) ppid=(\d+) main=([\w.]+)")
+_CHILD = re.compile(r"child=(\d+) pid=(\d+)")
 
 
 def write_probe_site(site: Path) -> Path:
@@ -103,6 +106,22 @@ def write_probe_site(site: Path) -> Path:
 def where(text: str) -> list[tuple[int, int, str]]:
     """Every ``(pid, ppid, main module)`` a probe reported in ``text``."""
     return [(int(p), int(pp), m) for p, pp, m in _WHERE.findall(text)]
+
+
+def spawned(text: str) -> tuple[int, int]:
+    """``(child pid, worker pid)`` from a ``probe_spawn`` result in ``text``."""
+    match = _CHILD.search(text)
+    assert match, text
+    return int(match.group(1)), int(match.group(2))
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (read from ``/proc``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def in_a_worker_of(cli_pid: int, text: str) -> bool:

@@ -98,7 +98,7 @@ def test_doctor_loads_the_isolated_tools_in_workers(env: dict[str, str]) -> None
     """`doctor` only loads: the probe's module is imported in a worker, never in the CLI."""
     ran = run_nr_llm("doctor", env=env)
     assert ran.code == 0, ran.err
-    assert "5 tool(s) loaded (5 in worker processes)." in ran.out
+    assert "6 tool(s) loaded (6 in worker processes)." in ran.out
     assert PROBE_MODULE not in ran.modules
 
 
