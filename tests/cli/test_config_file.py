@@ -260,3 +260,29 @@ def test_every_command_that_runs_tools_refuses_a_bad_file_before_doing_anything(
     out = CliRunner().invoke(main, argv)
     assert out.exit_code == 2, out.output
     assert f"{other}: [tools] timeout must be" in out.output
+
+
+def test_the_documented_example_is_a_valid_file(tmp_path: Path) -> None:
+    """The reference in docs/operating.md (and the module's docstring) passes the checks."""
+    import nr_llm_core.config
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "operating.md").read_text(encoding="utf-8")
+    (example,) = [
+        block.split("```", 1)[0]
+        for block in page.split("```toml\n")[1:]
+        if block.startswith("# ~/.config/nr-llm/config.toml")
+    ]
+    doc = nr_llm_core.config.__doc__ or ""
+    in_docstring = doc.split("::\n\n", 1)[1].split("\n\nPrecedence", 1)[0]
+    for text in (example, "\n".join(line[4:] for line in in_docstring.splitlines())):
+        path = tmp_path / "example.toml"
+        path.write_text(text, encoding="utf-8")
+        config = load_config(path)
+        assert config["isolation.distributions"] == {"nr-llm-git"}
+        assert config["tools.block"] == {"get_env_raw"}
+        assert all(
+            s.sources[0].kind == "file"
+            for key, s in config.settings.items()
+            if key != "isolation.names"
+        )
