@@ -104,7 +104,8 @@ class ToolHost:
     Each switch is joined with its environment variable (``NR_LLM_ENABLE_TOOLS``,
     ``NR_LLM_DISABLE_TOOLS``, ``NR_LLM_DISABLE_GROUPS``), so an operator can switch tools of a
     host without code; a disable, from either source, always wins over an enable.
-    ``timeout`` (seconds) is the default per-call limit, ``None`` for none.
+    ``timeout`` (seconds) is the default per-call limit of in-process tools, ``None`` for none;
+    an isolated tool's default is its policy's ``timeout``; a call's own ``timeout`` wins.
 
     ``isolation`` names the entry points that run in a worker process instead of in this one:
     an :class:`~nr_llm_core.isolation.IsolationPolicy`, a mapping of its fields, or tool and
@@ -426,7 +427,12 @@ class ToolHost:
             tool.validate(arguments)
         except Exception as exc:
             return invalid_arguments(name, getattr(exc, "message", None))
-        limit = self.timeout if timeout is None else timeout
+        limit = timeout
+        if limit is None:
+            # An isolated tool's default is its policy's (its worker is killed at it); the
+            # host's is for the in-process ones, whose thread can only be abandoned.
+            remote = tool.remote
+            limit = self.timeout if remote is None else remote.worker.policy.timeout
         try:
             if limit is not None:
                 value = call_with_timeout(tool, arguments, context, limit)

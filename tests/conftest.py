@@ -1,5 +1,5 @@
-"""Shared fixtures: no NR_LLM_* variable from the outside changes a test's outcome, and no
-test writes the audit store in the working directory."""
+"""Shared fixtures: no NR_LLM_* variable or user config file from the outside changes a test's
+outcome, and no test writes the audit store in the working directory."""
 
 from __future__ import annotations
 
@@ -17,3 +17,6 @@ def _clean_nr_llm_environment(
             monkeypatch.delenv(name)
     # Commands that record runs write here, not into ./.nr-llm/ of the checkout.
     monkeypatch.setenv("NR_LLM_DB", str(tmp_path_factory.mktemp("audit") / "audit.db"))
+    # The user's own nr-llm config file (~/.config/nr-llm/config.toml) is not read: the user
+    # configuration directory is an empty one of the test's.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))

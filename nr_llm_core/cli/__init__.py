@@ -15,6 +15,7 @@ __all__ = ["main"]
 
 # command name -> "module:attribute" of a click command or group.
 _COMMANDS: dict[str, str] = {
+    "config": "nr_llm_core.cli.config:config",
     "tools": "nr_llm_core.cli.tools:tools",
     "doctor": "nr_llm_core.cli.tools:doctor",
     "demo": "nr_llm_core.cli.demo:demo",
@@ -43,3 +44,6 @@ class _LazyGroup(click.Group):
 @click.version_option(package_name="nr-llm", prog_name="nr-llm")
 def main() -> None:
     """nr-llm: find, run, bound, show and audit LLM tools."""
+    from nr_llm_core.cli._output import log_visibly
+
+    log_visibly()

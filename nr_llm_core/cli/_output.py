@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import re
 import shutil
@@ -23,6 +24,7 @@ import click
 
 __all__ = [
     "echo_visible",
+    "log_visibly",
     "page",
     "render_table",
     "should_page",
@@ -101,6 +103,31 @@ def page(text: str) -> None:
         click.echo_via_pager(text)
     else:
         click.echo(text)
+
+
+class _VisibleStderr(logging.Handler):
+    """Writes each record to the current ``sys.stderr``, made :func:`visible` (a record can
+    hold a tool's type name, a traceback's frames, a plugin's own text)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(visible(self.format(record)) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def log_visibly() -> None:
+    """Show log records of WARNING and above on stderr through :func:`visible`.
+
+    Without it, Python's last-resort handler writes them raw. Only when the application
+    configured no logging (no root handler); a host that did keeps its own.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = _VisibleStderr(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
 
 
 def echo_visible(text: str, **kwargs: bool) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Final
 import click
 
 from nr_llm_core.cli._output import render_table, status, visible
+from nr_llm_core.cli._session import config_option, isolate_option
 from nr_llm_core.cli._store import db_option
 from nr_llm_core.encoding import decode_json
 
@@ -82,20 +83,25 @@ def _show_call(number: int, name: str, got: str, left: list[str], stored: Any, l
     "(the stricter wins; default: metadata).",
 )
 @db_option
-def demo(privacy: str | None, db: Path | None) -> None:
+@isolate_option
+@config_option
+def demo(
+    privacy: str | None, db: Path | None, isolate: tuple[str, ...], config_path: Path | None
+) -> None:
     """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
     # Imported here: `nr-llm --help` stays light.
     from nr_llm_core.audit import default_db_path
+    from nr_llm_core.cli._session import open_host, read_config, session
     from nr_llm_core.cli._store import open_store
-    from nr_llm_core.host import ToolHost
     from nr_llm_core.loop import ToolLoop
     from nr_llm_core.providers import ScriptedProvider
 
-    with status("Loading the tools"):
-        host = ToolHost.discover()
+    config = read_config(config_path, isolate=isolate)
     store_path = db if db is not None else default_db_path()
-    store = open_store(store_path)
-    with store:
+    with session() as stack:
+        with status("Loading the tools"):
+            host = stack.enter_context(open_host(config))
+        store = stack.enter_context(open_store(store_path))
         loop = ToolLoop(ScriptedProvider.demo(), host, privacy=privacy, persister=store)
         with status("Running the scripted demo through the tool loop"):
             result = loop.run(PROMPT)

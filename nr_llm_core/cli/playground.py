@@ -10,6 +10,14 @@ from typing import Any
 import click
 
 from nr_llm_core.cli._providers import ca_bundle_option, make_provider, proxy_option
+from nr_llm_core.cli._session import (
+    config_option,
+    isolate_option,
+    open_host,
+    read_config,
+    session,
+    tool_timeout_option,
+)
 
 __all__ = ["playground"]
 
@@ -54,7 +62,9 @@ def _providers(
 @click.option("--anthropic-model", default=None, help="Model for Anthropic (ANTHROPIC_API_KEY).")
 @proxy_option
 @ca_bundle_option
-@click.option("--tool-timeout", type=click.FloatRange(0.1), default=30.0, show_default=True)
+@isolate_option
+@tool_timeout_option()
+@config_option
 def playground(
     bind: str,
     port: int,
@@ -65,7 +75,9 @@ def playground(
     anthropic_model: str | None,
     proxy: str | None,
     ca_bundle: str | None,
-    tool_timeout: float,
+    isolate: tuple[str, ...],
+    tool_timeout: float | None,
+    config_path: Path | None,
 ) -> None:
     """Serve the local web inspector: run tools and agent runs, and read the audit store."""
     try:
@@ -77,8 +89,7 @@ def playground(
             f"the playground needs Starlette and uvicorn, which nr-llm depends on: "
             f"reinstall nr-llm ({exc.name} is missing)"
         ) from None
-    from nr_llm_core.host import ToolHost
-
+    config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     if not is_loopback(bind):
         click.echo(
             f"warning: binding {bind}: the playground is meant for this machine only; "
@@ -86,16 +97,25 @@ def playground(
             err=True,
         )
     click.echo("loading tools and the audit store …", err=True)
-    server = PlaygroundServer(
-        ToolHost.discover(),
-        providers=_providers(openai_base_url, openai_model, anthropic_model, proxy, ca_bundle),
-        store=open_store(db),
-        bind=bind,
-        port=port,
-        tool_timeout=tool_timeout,
-    )
-    click.echo(f"nr-llm playground: {server.url}")
-    click.echo("Keep this URL private: the token in it is the only key. Ctrl-C stops the server.")
-    if not no_open:
-        webbrowser.open(server.url)
-    server.serve()
+    with session() as stack:
+        host = stack.enter_context(open_host(config))
+        store = open_store(db)
+        stack.callback(store.close)
+        server = PlaygroundServer(
+            host,
+            providers=_providers(openai_base_url, openai_model, anthropic_model, proxy, ca_bundle),
+            store=store,
+            bind=bind,
+            port=port,
+            # None: the host's limits apply (in-process from [tools] timeout, isolated from
+            # the isolation policy), the same as for `nr-llm run`.
+            tool_timeout=None,
+        )
+        stack.callback(server.socket.close)
+        click.echo(f"nr-llm playground: {server.url}")
+        click.echo(
+            "Keep this URL private: the token in it is the only key. Ctrl-C stops the server."
+        )
+        if not no_open:
+            webbrowser.open(server.url)
+        server.serve()

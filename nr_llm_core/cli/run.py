@@ -11,8 +11,16 @@ from nr_llm_core.cli._output import status
 from nr_llm_core.cli._pending import recorded_level
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli._report import report
+from nr_llm_core.cli._session import (
+    close_provider,
+    config_option,
+    isolate_option,
+    open_host,
+    read_config,
+    session,
+    tool_timeout_option,
+)
 from nr_llm_core.cli._store import db_option, open_store
-from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop
 from nr_llm_core.privacy import PrivacyLevel, effective_level
 
@@ -24,13 +32,9 @@ __all__ = ["run"]
 @provider_options
 @click.option("--tools", "tools", default=None, help="Comma-separated tools to offer.")
 @click.option("--max-rounds", type=click.IntRange(1), default=5, show_default=True)
-@click.option(
-    "--isolate",
-    "isolate",
-    multiple=True,
-    metavar="NAME",
-    help="Run this tool, or every tool of this distribution, in a worker process ('*': all).",
-)
+@isolate_option
+@tool_timeout_option()
+@config_option
 @click.option(
     "--privacy",
     type=click.Choice([level.value for level in PrivacyLevel], case_sensitive=False),
@@ -52,6 +56,8 @@ def run(
     tools: str | None,
     max_rounds: int,
     isolate: tuple[str, ...],
+    tool_timeout: float | None,
+    config_path: Path | None,
     privacy: str | None,
     db: Path | None,
     no_record: bool,
@@ -61,6 +67,7 @@ def run(
     The run is recorded in the audit store at the privacy level; a run that waits for
     approval is continued with ``nr-llm runs approve|deny RUN_ID``.
     """
+    config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
         provider,
         model=model,
@@ -73,18 +80,14 @@ def run(
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
-    store = None if no_record else open_store(db)
-    try:
-        with ToolHost.discover(isolate=isolate or None) as host:
-            loop = ToolLoop(
-                chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store
-            )
-            with status(f"Running the tool loop ({type(chosen).__name__})"):
-                result = loop.run(prompt, allowed=allowed)
-            level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
-    finally:
-        if store is not None:
-            store.close()
+    with session() as stack:
+        close_provider(stack, chosen)
+        store = None if no_record else stack.enter_context(open_store(db))
+        host = stack.enter_context(open_host(config))
+        loop = ToolLoop(chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store)
+        with status(f"Running the tool loop ({type(chosen).__name__})"):
+            result = loop.run(prompt, allowed=allowed)
+        level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
     report(result, privacy_level=level)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)

@@ -24,6 +24,15 @@ from nr_llm_core.cli._pending import (
     show_before_deciding,
 )
 from nr_llm_core.cli._providers import make_provider, provider_options
+from nr_llm_core.cli._session import (
+    close_provider,
+    config_option,
+    isolate_option,
+    open_host,
+    read_config,
+    session,
+    tool_timeout_option,
+)
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
@@ -161,16 +170,21 @@ def _decide(
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
     from nr_llm_core.cli._report import report
-    from nr_llm_core.host import ToolHost
-    from nr_llm_core.loop import ToolLoop
+    from nr_llm_core.loop import TerminationReason, ToolLoop
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
 
+    config = read_config(
+        options.pop("config_path"),
+        isolate=options.pop("isolate"),
+        tool_timeout=options.pop("tool_timeout"),
+    )
     store = open_persister(db)
     if store is None:
         no_database(db)
         raise SystemExit(1)
-    with store:
+    with session() as stack:
+        stack.enter_context(store)
         try:
             data = store.load_suspended(run_id)
         except AuditStoreError as exc:
@@ -183,10 +197,13 @@ def _decide(
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
         provider = make_provider(options.pop("provider"), **options)
+        close_provider(stack, provider)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
             provider.position = sum(1 for m in state.messages if m.role is Role.ASSISTANT)
-        loop = ToolLoop(provider, ToolHost.discover(), persister=store)
+        # The same configuration as `nr-llm run`: a tool isolated there is isolated here.
+        host = stack.enter_context(open_host(config))
+        loop = ToolLoop(provider, host, persister=store)
         try:
             with status("Resuming the run"):
                 result = loop.resume(
@@ -195,6 +212,8 @@ def _decide(
         except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
     report(result, privacy_level=level)
+    if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
+        raise SystemExit(1)
 
 
 def _decision_command(approve: bool) -> Callable[..., None]:
@@ -221,6 +240,9 @@ def _decision_command(approve: bool) -> Callable[..., None]:
     )
     @db_option
     @provider_options
+    @isolate_option
+    @tool_timeout_option()
+    @config_option
     def decide(
         run_id: str, digest: str | None, blind: bool, yes: bool, db: Path | None, **options: Any
     ) -> None:

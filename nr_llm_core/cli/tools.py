@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from nr_llm_core.cli._output import echo_visible, render_table, visible
+from nr_llm_core.cli._session import (
+    config_option,
+    isolate_option,
+    open_host,
+    read_config,
+    session,
+    tool_timeout_option,
+)
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.host import ToolHost
 from nr_llm_core.results import ArtifactType, ToolResult
@@ -16,25 +25,28 @@ from nr_llm_core.results import ArtifactType, ToolResult
 __all__ = ["doctor", "tools"]
 
 
-def _host(ctx: click.Context) -> ToolHost:
+def _host(ctx: click.Context, tool_timeout: float | None = None) -> ToolHost:
+    """The host of a ``tools`` subcommand, from the group's options and the configuration."""
     obj = ctx.obj or {}
-    return ToolHost.discover(block=obj.get("block"), isolate=obj.get("isolate") or None)
+    config = read_config(
+        obj.get("config_path"),
+        isolate=obj.get("isolate", ()),
+        block=obj.get("block", ()),
+        tool_timeout=tool_timeout,
+    )
+    return open_host(config)
 
 
 @click.group()
 @click.option("--block", "block", multiple=True, metavar="NAME", help="Do not load this tool.")
-@click.option(
-    "--isolate",
-    "isolate",
-    multiple=True,
-    metavar="NAME",
-    help="Run this tool, or every tool of this distribution, in a worker process "
-    "('*': all; NR_LLM_ISOLATE adds names).",
-)
+@isolate_option
+@config_option
 @click.pass_context
-def tools(ctx: click.Context, block: tuple[str, ...], isolate: tuple[str, ...]) -> None:
+def tools(
+    ctx: click.Context, block: tuple[str, ...], isolate: tuple[str, ...], config_path: Path | None
+) -> None:
     """List, describe and run the installed tools."""
-    ctx.obj = {"block": block, "isolate": isolate}
+    ctx.obj = {"block": block, "isolate": isolate, "config_path": config_path}
 
 
 @tools.command("list")
@@ -42,7 +54,12 @@ def tools(ctx: click.Context, block: tuple[str, ...], isolate: tuple[str, ...]) 
 @click.pass_context
 def list_tools(ctx: click.Context, as_json: bool) -> None:
     """Every loaded tool: name, description, distribution."""
-    host = _host(ctx)
+    with session() as stack:
+        host = stack.enter_context(_host(ctx))
+        _list_tools(host, as_json)
+
+
+def _list_tools(host: ToolHost, as_json: bool) -> None:
     rows: list[dict[str, Any]] = [
         {
             "name": spec.name,
@@ -86,16 +103,20 @@ def list_tools(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def show_tool(ctx: click.Context, name: str) -> None:
     """A tool's spec and the JSON Schema of its arguments."""
-    host = _host(ctx)
-    if name not in host.names():
-        raise click.ClickException(f"no tool named {visible(name, keep_newlines=False)!r}")
-    spec = host.spec(name)
-    echo_visible(f"{spec.name}  ({host.distribution(name) or 'registered in code'})")
+    with session() as stack:
+        host = stack.enter_context(_host(ctx))
+        if name not in host.names():
+            raise click.ClickException(f"no tool named {visible(name, keep_newlines=False)!r}")
+        spec = host.spec(name)
+        where = host.distribution(name) or "registered in code"
+        isolated = host.is_isolated(name)
+    echo_visible(f"{spec.name}  ({where}{', in a worker process' if isolated else ''})")
     echo_visible(spec.description)
     click.echo("")
     for key, value in spec.to_dict().items():
         if key not in ("name", "description", "parameters"):
-            click.echo(f"{key}: {value}")
+            # The group (and any later field) is the tool's own text.
+            click.echo(f"{key}: {visible(str(value), keep_newlines=False)}")
     click.echo("parameters:")
     echo_visible(json.dumps(spec.parameters, indent=2, ensure_ascii=False))
 
@@ -104,10 +125,10 @@ def show_tool(ctx: click.Context, name: str) -> None:
 @click.argument("name")
 @click.option("--args", "args", default="{}", metavar="JSON", help="Arguments as a JSON object.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--timeout", type=float, default=None, help="Seconds before the call is abandoned.")
+@tool_timeout_option("--timeout")
 @click.pass_context
 def run_tool(
-    ctx: click.Context, name: str, args: str, as_json: bool, timeout: float | None
+    ctx: click.Context, name: str, args: str, as_json: bool, tool_timeout: float | None
 ) -> None:
     """Run one tool through the host seam and show both channels.
 
@@ -118,8 +139,10 @@ def run_tool(
         arguments: Any = json.loads(args)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
-    with _host(ctx) as host:
-        result = host.invoke(name, arguments, timeout=timeout)
+    with session() as stack:
+        host = stack.enter_context(_host(ctx, tool_timeout))
+        # No per-call limit: the host's applies (an isolated tool's is its policy's).
+        result = host.invoke(name, arguments)
     if as_json:
         click.echo(encode_json_ascii(result_to_dict(result)))
     else:
@@ -168,10 +191,15 @@ def _is_table(data: dict[str, Any]) -> bool:
 
 
 @click.command()
-def doctor() -> None:
+@isolate_option
+@config_option
+def doctor(isolate: tuple[str, ...], config_path: Path | None) -> None:
     """Check the installed tools; exit non-zero when any failed to load."""
-    host = ToolHost.discover()
-    click.echo(f"{len(host.names())} tool(s) loaded.")
+    config = read_config(config_path, isolate=isolate)
+    with session() as stack:
+        host = stack.enter_context(open_host(config))
+    isolated = sum(1 for name in host.names() if host.is_isolated(name))
+    click.echo(f"{len(host.names())} tool(s) loaded ({isolated} in worker processes).")
     if not host.load_errors:
         click.echo("No load errors.")
         return

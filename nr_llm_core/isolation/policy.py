@@ -69,8 +69,9 @@ class IsolationPolicy:
     PEP 503 way); ``everything=True`` isolates every entry point. Tools registered in code with
     :meth:`ToolHost.register` always run in-process.
 
-    ``timeout`` is the default per-call limit in seconds (the host's or the call's own timeout
-    wins when given); a call past it kills the worker, which is started again on the next call.
+    ``timeout`` is the default per-call limit in seconds (a call's own timeout wins when given;
+    the host's ``timeout`` is for in-process tools); a call past it kills the worker, which is
+    started again on the next call.
     ``memory_bytes`` (``RLIMIT_AS``) and ``cpu_seconds`` (``RLIMIT_CPU``, per call) are set in
     the worker; ``None`` leaves a limit alone. ``max_frame_bytes`` caps every message read from
     a worker. ``env_allow`` adds variable names to :data:`ENV_ALLOW_LIST` (secret-shaped names

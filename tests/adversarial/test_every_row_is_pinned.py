@@ -44,6 +44,7 @@ ADV_ARTIFACTS = "tests/adversarial/test_artifacts.py"
 ADV_LOADING = "tests/adversarial/test_errors_and_loading.py"
 ADV_STORAGE = "tests/adversarial/test_rendering_and_storage.py"
 ADV_FINDINGS = "tests/adversarial/test_findings.py"
+ADV_CLI = "tests/adversarial/test_cli_hygiene.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -207,6 +208,8 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{PIP_INSTALL}::test_cli_escapes_control_characters_from_tool_output",
             f"{ADV_STORAGE}::test_tools_run_shows_hostile_artifact_characters_visibly",
             f"{ADV_FINDINGS}::test_json_output_never_writes_raw_terminal_controls",
+            f"{ADV_CLI}::test_a_run_its_decisions_and_the_store_show_hostile_bytes_visibly",
+            f"{ADV_CLI}::test_the_demo_and_the_playground_show_load_warnings_visibly",
         ),
         "a canary in artifacts, labels, column names, exception text": (
             f"{OPENAI}::test_a_tool_round_on_the_wire",

@@ -1,0 +1,72 @@
+"""``nr-llm config show|path``: the settings in force and where each one came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nr_llm_core.cli._output import render_table, visible
+from nr_llm_core.cli._session import (
+    config_option,
+    isolate_option,
+    read_config,
+    tool_timeout_option,
+)
+from nr_llm_core.config import SCHEMA, config_file_path
+
+__all__ = ["config"]
+
+
+@click.group()
+def config() -> None:
+    """The configuration file and the settings in force."""
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, frozenset):
+        return ", ".join(sorted(value)) or "-"
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@config.command("show")
+@click.option("--block", "block", multiple=True, metavar="NAME", help="As for `nr-llm tools`.")
+@isolate_option
+@tool_timeout_option()
+@config_option
+def show(
+    block: tuple[str, ...],
+    isolate: tuple[str, ...],
+    tool_timeout: float | None,
+    config_path: Path | None,
+) -> None:
+    """Every setting, its value and its source (a flag, a variable, the file, or the default).
+
+    The options are those of the commands that run tools: give them to see what such a
+    command would use.
+    """
+    settings = read_config(config_path, isolate=isolate, block=block, tool_timeout=tool_timeout)
+    if settings.file is None:
+        where = f"none ({visible(str(config_file_path()), keep_newlines=False)} does not exist)"
+    else:
+        assert settings.file_source is not None
+        where = f"{visible(str(settings.file), keep_newlines=False)} ({settings.file_source})"
+    click.echo(f"config file: {where}")
+    rows = []
+    for key in SCHEMA:
+        setting = settings.settings[key.dotted]
+        sources = "; ".join(str(source) for source in setting.sources)
+        rows.append([key.dotted, _shown(setting.value), sources])
+    click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
+
+
+@config.command("path")
+def path() -> None:
+    """The configuration file commands read without --config ($NR_LLM_CONFIG, else the
+    user's), whether or not it exists yet."""
+    click.echo(visible(str(config_file_path()), keep_newlines=False))

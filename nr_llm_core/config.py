@@ -1,0 +1,430 @@
+"""nr-llm's configuration: the one place where the file, the environment and the command line
+are read, checked, and merged into settings that each remember where they came from.
+
+The file is TOML. Which one is read (exactly one, or none):
+
+1. the path given to :func:`load_config` (the CLI's ``--config PATH``);
+2. else ``$NR_LLM_CONFIG``;
+3. else ``config.toml`` in the user's configuration directory
+   (``platformdirs.user_config_dir("nr-llm")``: ``~/.config/nr-llm/`` on Linux), when it exists.
+
+A file in the working directory is never read on its own: a checked-out repository must not
+be able to change which tools run in this process. A project that keeps one names it.
+
+What the file may say (every key is optional; an unknown section or key, or a value of the
+wrong type, is an error that names the file and the key)::
+
+    [isolation]          # which entry points run in a worker process, and its limits
+    tools = ["shell"]              # tool (entry-point) names
+    distributions = ["nr-llm-git"] # distribution names (PEP 503: My_Dist == my-dist)
+    everything = false             # true: every entry point
+    timeout = 30                   # seconds per isolated call (default: [tools] timeout)
+    memory_mb = 1024               # the worker's address-space limit (0: none)
+    cpu_seconds = 60               # the worker's CPU time limit (0: none)
+
+    [tools]
+    timeout = 30                   # seconds per in-process call (0: no limit)
+    block = ["get_env_raw"]        # never loaded
+    enable = ["update_record"]     # enabled although disabled by default
+    disable = ["read_file"]        # loaded and listed, never run
+    disable_groups = ["files"]     # no per-tool enable overrides these
+
+Precedence, per setting: a flag, then the environment, then the file, then the default. The
+lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
+add a name to what the file isolates or blocks, never take one away. Later sections (a
+provider's settings, for example) are added to :data:`SCHEMA` the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.host import (
+    ENV_BLOCK_TOOLS,
+    ENV_DISABLE_GROUPS,
+    ENV_DISABLE_TOOLS,
+    ENV_ENABLE_TOOLS,
+)
+from nr_llm_core.isolation.policy import ENV_ISOLATE, IsolationPolicy
+
+__all__ = [
+    "CONFIG_ENV_VAR",
+    "DEFAULT_TOOL_TIMEOUT",
+    "SCHEMA",
+    "TOOL_TIMEOUT_ENV_VAR",
+    "Config",
+    "Key",
+    "Setting",
+    "Source",
+    "config_file_path",
+    "load_config",
+    "user_config_path",
+]
+
+#: The configuration file to read instead of the user's.
+CONFIG_ENV_VAR: Final = "NR_LLM_CONFIG"
+#: Seconds an in-process tool call may take (``0``: no limit); between the flag and the file.
+TOOL_TIMEOUT_ENV_VAR: Final = "NR_LLM_TOOL_TIMEOUT"
+#: The per-call limit of every tool call when nothing else says one.
+DEFAULT_TOOL_TIMEOUT: Final = 30.0
+_FILE_NAME: Final = "config.toml"
+# A configuration file is a few hundred bytes; a huge one is a mistake (or not a config file).
+_MAX_FILE_BYTES: Final = 1 << 20
+
+Kind = Literal["names", "flag", "seconds", "seconds_or_off", "limit"]
+
+
+@final
+@attrs.frozen
+class Key:
+    """One setting: its section and name in the file, its type, default, flag and variable.
+
+    ``in_file=False`` for a setting only the command line and the environment give.
+    """
+
+    section: str
+    name: str
+    kind: Kind
+    default: Any
+    help: str
+    flag: str | None = None
+    env: str | None = None
+    in_file: bool = True
+
+    @property
+    def dotted(self) -> str:
+        """``section.name``."""
+        return f"{self.section}.{self.name}"
+
+
+#: Every setting nr-llm reads, in the order ``nr-llm config show`` lists them.
+SCHEMA: Final[tuple[Key, ...]] = (
+    Key("isolation", "tools", "names", frozenset(), "tool names that run in a worker process"),
+    Key(
+        "isolation",
+        "distributions",
+        "names",
+        frozenset(),
+        "distributions whose tools run in a worker process",
+    ),
+    Key("isolation", "everything", "flag", False, "every entry point runs in a worker process"),
+    Key(
+        "isolation",
+        "names",
+        "names",
+        frozenset(),
+        "tool or distribution names to isolate ('*': all)",
+        flag="--isolate",
+        env=ENV_ISOLATE,
+        in_file=False,
+    ),
+    Key(
+        "isolation",
+        "timeout",
+        "seconds",
+        None,
+        "seconds an isolated call may take (default: tools.timeout, else 30)",
+    ),
+    Key("isolation", "memory_mb", "limit", 1024, "a worker's address-space limit in MiB (0: none)"),
+    Key("isolation", "cpu_seconds", "limit", 60, "a worker's CPU seconds per call (0: none)"),
+    Key(
+        "tools",
+        "timeout",
+        "seconds_or_off",
+        DEFAULT_TOOL_TIMEOUT,
+        "seconds an in-process tool call may take (0: no limit)",
+        flag="--tool-timeout",
+        env=TOOL_TIMEOUT_ENV_VAR,
+    ),
+    Key(
+        "tools",
+        "block",
+        "names",
+        frozenset(),
+        "tools never loaded",
+        flag="--block",
+        env=ENV_BLOCK_TOOLS,
+    ),
+    Key("tools", "enable", "names", frozenset(), "tools enabled", env=ENV_ENABLE_TOOLS),
+    Key("tools", "disable", "names", frozenset(), "tools disabled", env=ENV_DISABLE_TOOLS),
+    Key(
+        "tools",
+        "disable_groups",
+        "names",
+        frozenset(),
+        "tool groups disabled",
+        env=ENV_DISABLE_GROUPS,
+    ),
+)
+_SECTIONS: Final = {
+    section: {k.name: k for k in SCHEMA if k.section == section and k.in_file}
+    for section in dict.fromkeys(k.section for k in SCHEMA)
+}
+
+
+@final
+@attrs.frozen
+class Source:
+    """Where a value came from: a ``flag`` (its name), an ``env`` variable (its name), a
+    ``file`` (its path), or the ``default``."""
+
+    kind: Literal["flag", "env", "file", "default"]
+    name: str
+
+    def __str__(self) -> str:
+        return "default" if self.kind == "default" else f"{self.kind} {self.name}"
+
+
+@final
+@attrs.frozen
+class Setting:
+    """One setting's effective value and every source that contributed to it."""
+
+    key: str
+    value: Any
+    sources: tuple[Source, ...]
+
+
+_DEFAULT: Final = Source("default", "default")
+
+
+def user_config_path() -> Path:
+    """``config.toml`` in the user's configuration directory (it may not exist)."""
+    import platformdirs  # only when the file is looked for
+
+    return Path(platformdirs.user_config_dir("nr-llm", appauthor=False)) / _FILE_NAME
+
+
+@final
+@attrs.frozen
+class Config:
+    """The merged settings, and the file they were read from (``None``: no file).
+
+    ``file_source`` says how that file was chosen (the ``--config`` flag, ``$NR_LLM_CONFIG``,
+    or the default location).
+    """
+
+    file: Path | None
+    file_source: Source | None
+    settings: Mapping[str, Setting]
+
+    def __getitem__(self, key: str) -> Any:
+        """The value of ``key`` (``"tools.timeout"``)."""
+        return self.settings[key].value
+
+    def sources(self, key: str) -> tuple[Source, ...]:
+        """Where the value of ``key`` came from."""
+        return self.settings[key].sources
+
+    @property
+    def tool_timeout(self) -> float | None:
+        """Seconds an in-process tool call may take; ``None``: no limit."""
+        value = self["tools.timeout"]
+        return None if value == 0 else float(value)
+
+    def isolation_policy(self) -> IsolationPolicy:
+        """The :class:`~nr_llm_core.isolation.IsolationPolicy` these settings describe.
+
+        Its timeout is ``isolation.timeout``, else ``tools.timeout``, else 30 seconds: an
+        isolated call always has a limit, since its worker can be killed.
+        """
+        timeout = self["isolation.timeout"] or self.tool_timeout or DEFAULT_TOOL_TIMEOUT
+        memory, cpu = self["isolation.memory_mb"], self["isolation.cpu_seconds"]
+        return IsolationPolicy(
+            tools=self["isolation.tools"],
+            distributions=self["isolation.distributions"],
+            everything=self["isolation.everything"],
+            timeout=float(timeout),
+            memory_bytes=memory * 1024 * 1024 if memory else None,
+            cpu_seconds=cpu or None,
+        ).with_names(self["isolation.names"])
+
+    def host_options(self) -> dict[str, Any]:
+        """Keyword arguments for :meth:`ToolHost.discover <nr_llm_core.ToolHost.discover>`::
+
+        host = ToolHost.discover(**load_config().host_options())
+        """
+        return {
+            "isolate": self.isolation_policy(),
+            "block": sorted(self["tools.block"]),
+            "enable": sorted(self["tools.enable"]),
+            "disable": sorted(self["tools.disable"]),
+            "disable_groups": sorted(self["tools.disable_groups"]),
+            "timeout": self.tool_timeout,
+        }
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    isolate: Iterable[str] = (),
+    block: Iterable[str] = (),
+    tool_timeout: float | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Read the configuration file (see the module's docstring for which), the environment
+    and the given command-line values, and merge them.
+
+    ``path`` names the file (it must exist); ``isolate``, ``block`` and ``tool_timeout`` are
+    the values of the ``--isolate``, ``--block`` and ``--tool-timeout`` flags. Raises
+    :class:`~nr_llm_core.errors.ConfigurationError` naming the file, variable or key at fault.
+    """
+    env = os.environ if environ is None else environ
+    file, file_source = _choose_file(path, env)
+    raw = {} if file is None else _check_file(file, _read_toml(file))
+    flags: dict[str, Any] = {}
+    if isolate := _flag_names(isolate, "--isolate"):
+        flags["isolation.names"] = isolate
+    if block := _flag_names(block, "--block"):
+        flags["tools.block"] = block
+    if tool_timeout is not None:
+        flags["tools.timeout"] = _number(tool_timeout, "--tool-timeout", allow_zero=True)
+    settings = {
+        key.dotted: _merge(key, flags.get(key.dotted), env, raw.get(key.dotted), file)
+        for key in SCHEMA
+    }
+    return Config(file=file, file_source=file_source, settings=settings)
+
+
+def config_file_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The file commands read when no ``--config`` is given: ``$NR_LLM_CONFIG``, else the
+    user's (:func:`user_config_path`); it may not exist."""
+    named = (os.environ if environ is None else environ).get(CONFIG_ENV_VAR, "").strip()
+    return Path(named) if named else user_config_path()
+
+
+def _choose_file(
+    path: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> tuple[Path | None, Source | None]:
+    if path is not None:
+        return Path(path), Source("flag", "--config")
+    if env.get(CONFIG_ENV_VAR, "").strip():
+        return config_file_path(env), Source("env", CONFIG_ENV_VAR)
+    default = user_config_path()
+    # The user's file is optional; one named by the flag or the variable must exist.
+    return (default, _DEFAULT) if default.is_file() else (None, None)
+
+
+def _read_toml(file: Path) -> dict[str, Any]:
+    try:
+        with open(file, "rb") as fh:
+            data = fh.read(_MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"{file}: cannot read the configuration file ({why})") from None
+    if len(data) > _MAX_FILE_BYTES:
+        raise ConfigurationError(f"{file}: a configuration file is at most 1 MiB")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{file}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message says what and where (line, column), never the file's bytes.
+        raise ConfigurationError(f"{file}: not valid TOML: {exc}") from None
+
+
+def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The file's values by dotted key, each checked; unknown sections and keys refused."""
+    out: dict[str, Any] = {}
+    for section, table in data.items():
+        known = _SECTIONS.get(section)
+        if known is None and type(table) is not dict:
+            sections = " or ".join(f"[{name}]" for name in _SECTIONS)
+            raise ConfigurationError(f"{file}: {section!r} is not in a section ({sections})")
+        if known is None:
+            raise ConfigurationError(
+                f"{file}: unknown section {section!r}{_suggest(section, _SECTIONS)}"
+            )
+        if type(table) is not dict:
+            raise ConfigurationError(f"{file}: {section!r} must be a [{section}] table")
+        for name, value in table.items():
+            key = known.get(name)
+            if key is None:
+                raise ConfigurationError(
+                    f"{file}: unknown key {name!r} in [{section}]{_suggest(name, known)}"
+                )
+            out[key.dotted] = _from_file(key, value, f"{file}: [{section}] {name}")
+    return out
+
+
+def _suggest(name: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _from_file(key: Key, value: Any, where: str) -> Any:
+    if key.kind == "names":
+        if type(value) is not list or not all(type(v) is str and v.strip() for v in value):
+            raise ConfigurationError(f"{where} must be a list of names")
+        if "*" in value and key.section == "isolation":
+            raise ConfigurationError(f"{where}: '*' is not a name (use everything = true)")
+        return frozenset(value)
+    if key.kind == "flag":
+        if type(value) is not bool:
+            raise ConfigurationError(f"{where} must be true or false")
+        return value
+    if key.kind == "limit":
+        if type(value) is not int or value < 0:
+            raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
+        return value
+    return _number(value, where, allow_zero=key.kind == "seconds_or_off")
+
+
+def _number(value: Any, where: str, *, allow_zero: bool) -> float:
+    ok = type(value) in (int, float) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        limit = "a number of seconds >= 0 (0: no limit)" if allow_zero else "seconds > 0"
+        raise ConfigurationError(f"{where} must be {limit}")
+    return float(value)
+
+
+def _flag_names(values: Iterable[str], flag: str) -> frozenset[str]:
+    names = frozenset(v.strip() for v in values)
+    if "" in names:
+        raise ConfigurationError(f"{flag} needs a name")
+    return names
+
+
+def _env_value(key: Key, raw: str) -> Any:
+    assert key.env is not None
+    if key.kind == "names":
+        return frozenset(part.strip() for part in raw.split(",") if part.strip())
+    try:
+        number = float(raw)
+    except ValueError:
+        number = math.nan
+    return _number(number, key.env, allow_zero=key.kind == "seconds_or_off")
+
+
+def _merge(
+    key: Key, flag: Any, env: Mapping[str, str], from_file: Any, file: Path | None
+) -> Setting:
+    """One setting from its sources: a union for names, else the first that gives a value."""
+    given: list[tuple[Source, Any]] = []
+    if flag is not None:
+        assert key.flag is not None
+        given.append((Source("flag", key.flag), flag))
+    raw_env = env.get(key.env, "").strip() if key.env else ""
+    if raw_env:
+        assert key.env is not None
+        value = _env_value(key, raw_env)
+        if key.kind != "names" or value:
+            given.append((Source("env", key.env), value))
+    if from_file is not None:
+        given.append((Source("file", str(file)), from_file))
+    if not given:
+        return Setting(key.dotted, key.default, (_DEFAULT,))
+    if key.kind == "names":
+        union = frozenset().union(*(value for _, value in given))
+        return Setting(key.dotted, union, tuple(source for source, _ in given))
+    source, value = given[0]
+    return Setting(key.dotted, value, (source,))
