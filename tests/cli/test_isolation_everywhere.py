@@ -108,12 +108,14 @@ def test_the_demo_runs_the_builtin_tools_in_workers_when_configured(tmp_path: Pa
     write_user_config('[isolation]\ndistributions = ["nr-llm"]\n')
     env = cli_env(tmp_path, COLUMNS="100")
     del env["NR_LLM_DISABLE_PLUGIN_AUTOLOAD"], env["NR_LLM_PLUGINS"]
-    tool_modules = {"builtin_tools.records", "builtin_tools.utility"}
+    tool_modules = {"nr_llm_builtins.records", "nr_llm_builtins.utility"}
     ran = run_nr_llm("demo", env=env, cwd=tmp_path, timeout=300)
     assert ran.code == 0, ran.err
     assert "19 * 23 + 4 = 441" in ran.out
-    assert "builtin_tools.demo_db" in ran.modules  # the demo's own database helper
-    assert not tool_modules & ran.modules
+    # The core never imports the builtins (ADR 0017): the records tool builds the demo
+    # database in its worker.
+    assert not {m for m in ran.modules if m.startswith("nr_llm_builtins")}
+    assert (tmp_path / ".nr-llm" / "demo.db").is_file()
 
     control = run_nr_llm("demo", env={**env, "NR_LLM_CONFIG": "/dev/null"}, cwd=tmp_path)
     assert control.code == 0, control.err

@@ -185,7 +185,7 @@ def test_cli_demo_shows_the_level_it_recorded(
 ) -> None:
     monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "none")
     monkeypatch.setenv("NR_LLM_RECORDS_DB", str(tmp_path / "shop.db"))
-    from builtin_tools.demo_db import build_demo_db
+    from nr_llm_builtins.demo_db import build_demo_db
 
     build_demo_db(tmp_path / "shop.db")
     db = tmp_path / "audit.db"
