@@ -1,9 +1,12 @@
 """The host side of process isolation: one worker process per distribution, and the callable
 that stands in for an isolated tool's ``execute`` in the host's table.
 
-A worker is started on first use and again after it died or was killed. Every reply is read
-with a deadline and a size cap; anything wrong with it (no reply in time, a closed pipe, an
-oversized or malformed frame) kills the worker, because its stream can no longer be trusted.
+A worker is started on first use and again after it died or was killed; before the first one
+starts, the host makes itself non-dumpable (:func:`~nr_llm_core.isolation.lockdown.protect_host`).
+Every request is written and every reply read against the call's deadline, and every reply
+with a size cap; anything wrong (a worker that does not take its request or does not answer in
+time, a closed pipe, an oversized or malformed frame) kills the worker's process group,
+because its stream can no longer be trusted.
 The reply of a call is rebuilt into a ``ToolResult`` that the host's seam then bounds with the
 same walk as an in-process result.
 """
@@ -33,6 +36,7 @@ from nr_llm_core.isolation.frames import (
     read_frame,
     write_frame,
 )
+from nr_llm_core.isolation.lockdown import LOCKDOWN_FAILED, protect_host
 from nr_llm_core.isolation.policy import IsolationPolicy, worker_environment
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult, ToolSpec
 
@@ -127,6 +131,8 @@ class WorkerHandle:
                 _exit_status(proc.returncode),
             )
             self._reap()
+        # Before the first worker exists: from then on no worker can read this process.
+        protect_host()
         config = {
             "memory_bytes": self.policy.memory_bytes,
             "cpu_seconds": self.policy.cpu_seconds,
@@ -184,6 +190,8 @@ class WorkerHandle:
 def _exit_status(code: int | None) -> str:
     if code is None:
         return "running"
+    if code == LOCKDOWN_FAILED:
+        return f"exit code {code}: it could not drop its privileges"
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
