@@ -67,7 +67,9 @@ class WorkerHandle:
     """The worker process of one distribution: started lazily, restarted after it died.
 
     Requests are serialised by a lock: a worker runs one call at a time, and the time a call
-    waits for the lock does not count against its timeout.
+    waits for the lock does not count against its timeout. A call holds the lock at most for
+    its timeout (writing the request and reading the reply both stop at its deadline) plus the
+    time it takes to kill the worker.
     """
 
     def __init__(self, distribution: str | None, policy: IsolationPolicy) -> None:
@@ -97,13 +99,16 @@ class WorkerHandle:
             assert proc.stdin is not None
             assert proc.stdout is not None
             deadline = time.monotonic() + timeout
+            sent = False
             try:
-                write_frame(proc.stdin.fileno(), message)
+                write_frame(proc.stdin.fileno(), message, deadline=deadline)
+                sent = True
                 return read_frame(
                     proc.stdout.fileno(), deadline=deadline, max_bytes=self.policy.max_frame_bytes
                 )
             except FrameTimeout:
-                self._kill(f"did not answer within {timeout} s")
+                what = "answer" if sent else "take its request"
+                self._kill(f"did not {what} within {timeout} s")
                 raise WorkerTimeout from None
             except (FrameError, OSError) as exc:
                 self._kill(str(exc) if type(exc) is FrameError else _describe(exc))
@@ -148,6 +153,10 @@ class WorkerHandle:
             # Its own process group, so that a kill reaches whatever the tool forked too.
             start_new_session=True,
         )
+        # The host's end only: a worker that stops reading must not hold a write (and the lock)
+        # past the call's deadline.
+        assert self._proc.stdin is not None
+        os.set_blocking(self._proc.stdin.fileno(), False)
         self.starts += 1
         return self._proc
 
@@ -158,7 +167,7 @@ class WorkerHandle:
         if proc.poll() is None and why == PIPE_CLOSED:
             # A worker that closed its end is usually dying: let it say how.
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(0.2)
+                proc.wait(1.0)
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -241,6 +250,13 @@ class RemoteTool:
             return _result_from_reply(reply)
         if status == "invalid":
             return None
+        if status == "failed" and reply.get("why") == "memory":
+            # A fixed word the worker chose by exception type, not text from the tool.
+            logger.error(
+                "tool %r ran out of memory in its worker (MemoryError; RLIMIT_AS %s bytes)",
+                self.name,
+                self.worker.policy.memory_bytes,
+            )
         raise IsolatedToolError("the tool failed in its worker")
 
 

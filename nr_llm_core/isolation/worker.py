@@ -10,7 +10,8 @@ stderr, so whatever a tool prints (from Python or from C) can never be mistaken 
 Requests: ``{"op": "load", "name", "dist"}`` loads one entry point with the same loader the
 host uses in-process and answers its spec or the reason it was refused; ``{"op": "call",
 "name", "dist", "arguments", "context"}`` runs the tool and answers ``{"status": "ok",
-"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` or ``{"status": "invalid"}``.
+"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` (``"why": "memory"`` added
+when the tool raised ``MemoryError``) or ``{"status": "invalid"}``.
 The worker bounds the result before sending it, to keep the frame small; the host bounds it
 again, because nothing a worker sends is trusted. End of input ends the worker.
 """
@@ -97,6 +98,8 @@ class _Worker:
         _limit_cpu(self.cpu_seconds)
         try:
             value = call_tool(tool, request["arguments"], context)
+        except MemoryError:  # its memory limit (RLIMIT_AS): the host logs that it was memory
+            return {"status": "failed", "why": "memory"}
         except BaseException:  # the tool's fault, whatever it is; the host words the error
             return {"status": "failed"}
         result = bound_result(value)
