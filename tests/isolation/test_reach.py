@@ -13,6 +13,7 @@ there only the host's non-dumpable flag does).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 from ._probe import CANARY, write_probe_site
+from .conftest import isolated_host
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -181,3 +183,44 @@ def test_the_worker_can_signal_the_host(reach: dict[str, Any]) -> None:
     """A process of the same user may signal the host (``kill(pid, 0)`` shows the permission
     without using it): a worker can kill its host."""
     assert reach["report"]["signal_host"] == "allowed"
+
+
+# -- the worker fails closed --------------------------------------------------------------------
+
+
+def test_a_worker_that_cannot_drop_its_privileges_runs_no_plugin(
+    on_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``sitecustomize`` in the worker's environment breaks its ``capset`` call (a kernel
+    that refuses, as some sandboxes do): the worker exits before it imports a plugin, and the
+    tool is a load error whose cause the host logs."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import nr_llm_core.isolation.lockdown as lockdown\n"
+        "lockdown._CAPABILITY_VERSION_3 = 1  # not a version: capset answers EINVAL\n"
+    )
+    marker = tmp_path / "imported-by"
+    path = os.pathsep.join([str(tmp_path), *sys.path])
+    with caplog.at_level(logging.ERROR, logger="nr_llm.isolation"):
+        host = isolated_host(env={"PYTHONPATH": path, "NR_LLM_TEST_MARKER": str(marker)})
+        with host:
+            errors = {e.entry_point: e.reason for e in host.load_errors}
+    assert errors["iso_echo"] == "its worker failed while loading it"
+    assert errors["iso_broken"] == "its worker failed while loading it"
+    assert not marker.exists()  # iso_broken's module was never imported
+    assert (
+        "worker of 'iso-good' stopped (exit code 78: it could not drop its privileges): "
+        "the pipe was closed" in [r.getMessage() for r in caplog.records]
+    )
+
+
+def test_the_worker_trusts_what_the_kernel_reports_not_its_own_calls() -> None:
+    """After its calls, the worker reads its capability sets back from ``/proc``: a process
+    that still holds any (this test process, when it runs with capabilities) is refused."""
+    from nr_llm_core.isolation.lockdown import LockdownError, _check_no_capabilities
+
+    with open("/proc/self/status") as fh:
+        held = any(line.startswith("CapEff:") and int(line.split()[1], 16) for line in fh)
+    if not held:
+        pytest.skip("this test process holds no capability to find")
+    with pytest.raises(LockdownError, match="CapEff is not empty"):
+        _check_no_capabilities()
