@@ -176,6 +176,7 @@ def probe(arguments):
         "same_uid_file": open(arguments["readable_file"]).read(),
         "loopback": connect(arguments["port"]),
         "signal_host": signal_host(host),
+        "bystander_environ": read_file(f"/proc/{arguments['bystander_pid']}/environ"),
         "status": status(),
     }
     return ToolResult.text(json.dumps(report))

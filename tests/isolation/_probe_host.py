@@ -7,9 +7,11 @@ must not get), runs the isolated ``probe`` tool once, and prints one JSON line: 
 report and what the host checked about itself (that the canary really is where the probe
 looks, so a refusal cannot pass for "there was nothing to find").
 
-``"capabilities": "none"`` makes this host drop its own capabilities first (uid unchanged):
-a host as an ordinary user runs it, for which only the host's non-dumpable flag stands between
-a worker and the host (the worker's dropped capabilities decide only against a root host).
+``python _probe_host.py bystander`` plays another process of the same user instead (see
+:func:`bystander`). ``"capabilities": "none"`` makes this host drop its own capabilities
+first (uid unchanged): a host as an ordinary user runs it, for which only the host's
+non-dumpable flag stands between a worker and the host (the worker's dropped capabilities
+decide only against a root host).
 """
 
 from __future__ import annotations
@@ -49,7 +51,18 @@ def _dumpable() -> int:
     return int(libc.prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
 
 
+def bystander() -> None:
+    """Another process of the same user, as a shell that exported the key is: no capabilities,
+    dumpable, the key in its environment. It says it is ready and waits to be killed."""
+    _drop_own_capabilities()
+    print("ready", flush=True)
+    sys.stdin.read()
+
+
 def main() -> None:
+    if sys.argv[1] == "bystander":
+        bystander()
+        return
     options = json.loads(sys.argv[1])
     if options["capabilities"] == "none":
         _drop_own_capabilities()
@@ -69,6 +82,7 @@ def main() -> None:
                 "held_file": options["held_file"],
                 "readable_file": options["readable_file"],
                 "port": options["port"],
+                "bystander_pid": options["bystander_pid"],
             },
         )
     after = {"dumpable": _dumpable()}

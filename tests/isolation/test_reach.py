@@ -78,11 +78,20 @@ def reach(
         NR_LLM_PLUGINS="probe",
         PYTHONPATH=os.pathsep.join([str(site), env.get("PYTHONPATH", "")]),
     )
+    bystander = subprocess.Popen(
+        [sys.executable, str(HOST_SCRIPT), "bystander"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert bystander.stdout is not None
+    assert bystander.stdout.readline() == b"ready\n"
     options = {
         "capabilities": request.param,
         "held_file": str(held),
         "readable_file": str(readable),
         "port": listener.port,
+        "bystander_pid": bystander.pid,
     }
     try:
         run = subprocess.run(
@@ -95,6 +104,8 @@ def reach(
         )
     finally:
         listener.close()
+        bystander.kill()
+        bystander.communicate()  # waits, and closes its pipes
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert not out["is_error"], out["content"]
@@ -177,6 +188,13 @@ def test_the_worker_can_connect_to_the_network(reach: dict[str, Any]) -> None:
     """Here to a port on 127.0.0.1 the test listens on; anywhere the host can."""
     assert reach["report"]["loopback"] == "connected"
     assert reach["received"] == b"the probe was here"
+
+
+def test_the_worker_can_read_other_processes_of_the_same_user(reach: dict[str, Any]) -> None:
+    """The locks protect the host, not every process of its user: a dumpable one that holds
+    no more capabilities than the worker (none), such as the shell that exported the key and
+    started the host, is open to the worker like a file of that user."""
+    assert reach["report"]["bystander_environ"] == "CANARY"
 
 
 def test_the_worker_can_signal_the_host(reach: dict[str, Any]) -> None:
