@@ -175,6 +175,21 @@ def _spawner(arguments, context):
     time.sleep(3600)
 
 Spawner = tool("spawner", _spawner)
+
+def _peek(arguments, context):
+    # Another process's environment block and memory: an errno name, or "read".
+    pid, found = arguments["pid"], []
+    for name in ("environ", "mem"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as fh:
+                fh.read(1) if name == "environ" else None
+            found.append("read")
+        except OSError as exc:
+            import errno
+            found.append(errno.errorcode.get(exc.errno, str(exc.errno)))
+    return ToolResult.text(",".join(found))
+
+Peek = tool("peek", _peek)
 """
 )
 
@@ -205,6 +220,7 @@ HOSTILE_TOOLS = {
     "calm": "Calm",
     "deaf": "Deaf",
     "spawner": "Spawner",
+    "peek": "Peek",
 }
 
 

@@ -263,6 +263,14 @@ def test_a_reply_over_the_frame_cap_is_refused(
         assert host.invoke("iso_echo", {"text": "small"}).content == "echo: small"
 
 
+def test_a_worker_cannot_read_another_distribution_s_worker(hostile: ToolHost) -> None:
+    """Workers make themselves non-dumpable and hold no capability: the worker of one
+    isolated distribution cannot read the environment or the memory of another's."""
+    other = int(hostile.invoke("iso_pid", {}).content)  # the worker of iso-good
+    assert hostile.invoke("peek", {"pid": other}).content == "EACCES,EACCES"
+    assert int(hostile.invoke("iso_pid", {}).content) == other  # it was alive all along
+
+
 def test_every_worker_is_gone_after_close(hostile: ToolHost) -> None:
     pid = _calm_pid(hostile)
     hostile.close()
