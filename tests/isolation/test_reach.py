@@ -242,3 +242,19 @@ def test_the_worker_trusts_what_the_kernel_reports_not_its_own_calls() -> None:
         pytest.skip("this test process holds no capability to find")
     with pytest.raises(LockdownError, match="CapEff is not empty"):
         _check_no_capabilities()
+
+
+def test_every_reach_claim_in_the_trust_model_names_a_test_that_exists() -> None:
+    """The documented claims and these tests cannot drift apart: every ``file::test`` the
+    reach tables of ``docs/trust-model.md`` name is a test function of that module."""
+    import importlib
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "trust-model.md").read_text()
+    section = doc.split("### What an isolated worker can and cannot reach", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    named = re.findall(r"`(test_\w+)\.py::(test_\w+)`", section)
+    assert len(named) >= 15
+    for module, test in named:
+        loaded = importlib.import_module(f"tests.isolation.{module}")
+        assert callable(getattr(loaded, test, None)), f"{module}.py::{test}"
