@@ -225,9 +225,12 @@ def test_a_worker_that_cannot_drop_its_privileges_runs_no_plugin(
     assert errors["iso_echo"] == "its worker failed while loading it"
     assert errors["iso_broken"] == "its worker failed while loading it"
     assert not marker.exists()  # iso_broken's module was never imported
-    assert (
-        "worker of 'iso-good' stopped (exit code 78: it could not drop its privileges): "
-        "the pipe was closed" in [r.getMessage() for r in caplog.records]
+    # (then "the pipe was closed", or a broken pipe if it was gone before the request)
+    assert any(
+        r.getMessage().startswith(
+            "worker of 'iso-good' stopped (exit code 78: it could not drop its privileges): "
+        )
+        for r in caplog.records
     )
 
 
