@@ -1,9 +1,12 @@
 """The host side of process isolation: one worker process per distribution, and the callable
 that stands in for an isolated tool's ``execute`` in the host's table.
 
-A worker is started on first use and again after it died or was killed. Every reply is read
-with a deadline and a size cap; anything wrong with it (no reply in time, a closed pipe, an
-oversized or malformed frame) kills the worker, because its stream can no longer be trusted.
+A worker is started on first use and again after it died or was killed; before the first one
+starts, the host makes itself non-dumpable (:func:`~nr_llm_core.isolation.lockdown.protect_host`).
+Every request is written and every reply read against the call's deadline, and every reply
+with a size cap; anything wrong (a worker that does not take its request or does not answer in
+time, a closed pipe, an oversized or malformed frame) kills the worker's process group,
+because its stream can no longer be trusted.
 The reply of a call is rebuilt into a ``ToolResult`` that the host's seam then bounds with the
 same walk as an in-process result.
 """
@@ -33,6 +36,7 @@ from nr_llm_core.isolation.frames import (
     read_frame,
     write_frame,
 )
+from nr_llm_core.isolation.lockdown import LOCKDOWN_FAILED, protect_host
 from nr_llm_core.isolation.policy import IsolationPolicy, worker_environment
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult, ToolSpec
 
@@ -63,7 +67,9 @@ class WorkerHandle:
     """The worker process of one distribution: started lazily, restarted after it died.
 
     Requests are serialised by a lock: a worker runs one call at a time, and the time a call
-    waits for the lock does not count against its timeout.
+    waits for the lock does not count against its timeout. A call holds the lock at most for
+    its timeout (writing the request and reading the reply both stop at its deadline) plus the
+    time it takes to kill the worker.
     """
 
     def __init__(self, distribution: str | None, policy: IsolationPolicy) -> None:
@@ -93,13 +99,16 @@ class WorkerHandle:
             assert proc.stdin is not None
             assert proc.stdout is not None
             deadline = time.monotonic() + timeout
+            sent = False
             try:
-                write_frame(proc.stdin.fileno(), message)
+                write_frame(proc.stdin.fileno(), message, deadline=deadline)
+                sent = True
                 return read_frame(
                     proc.stdout.fileno(), deadline=deadline, max_bytes=self.policy.max_frame_bytes
                 )
             except FrameTimeout:
-                self._kill(f"did not answer within {timeout} s")
+                what = "answer" if sent else "take its request"
+                self._kill(f"did not {what} within {timeout} s")
                 raise WorkerTimeout from None
             except (FrameError, OSError) as exc:
                 self._kill(str(exc) if type(exc) is FrameError else _describe(exc))
@@ -127,6 +136,8 @@ class WorkerHandle:
                 _exit_status(proc.returncode),
             )
             self._reap()
+        # Before the first worker exists: from then on no worker can read this process.
+        protect_host()
         config = {
             "memory_bytes": self.policy.memory_bytes,
             "cpu_seconds": self.policy.cpu_seconds,
@@ -142,6 +153,10 @@ class WorkerHandle:
             # Its own process group, so that a kill reaches whatever the tool forked too.
             start_new_session=True,
         )
+        # The host's end only: a worker that stops reading must not hold a write (and the lock)
+        # past the call's deadline.
+        assert self._proc.stdin is not None
+        os.set_blocking(self._proc.stdin.fileno(), False)
         self.starts += 1
         return self._proc
 
@@ -152,7 +167,7 @@ class WorkerHandle:
         if proc.poll() is None and why == PIPE_CLOSED:
             # A worker that closed its end is usually dying: let it say how.
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(0.2)
+                proc.wait(1.0)
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -184,6 +199,8 @@ class WorkerHandle:
 def _exit_status(code: int | None) -> str:
     if code is None:
         return "running"
+    if code == LOCKDOWN_FAILED:
+        return f"exit code {code}: it could not drop its privileges"
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
@@ -233,6 +250,13 @@ class RemoteTool:
             return _result_from_reply(reply)
         if status == "invalid":
             return None
+        if status == "failed" and reply.get("why") == "memory":
+            # A fixed word the worker chose by exception type, not text from the tool.
+            logger.error(
+                "tool %r ran out of memory in its worker (MemoryError; RLIMIT_AS %s bytes)",
+                self.name,
+                self.worker.policy.memory_bytes,
+            )
         raise IsolatedToolError("the tool failed in its worker")
 
 

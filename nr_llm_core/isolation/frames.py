@@ -4,7 +4,8 @@ A frame is a 4-byte big-endian length and that many bytes of compact UTF-8 JSON.
 side never trusts the other end: a length over the cap is refused before a byte of the body is
 read, a read that does not finish by its deadline stops, and a body that does not parse (deep
 nesting included: the C decoder raises ``RecursionError`` at the interpreter's recursion limit,
-quickly) is a :class:`FrameError`. After any error the stream is out of step and the worker is
+quickly) is a :class:`FrameError`. Writing has a deadline too, so that a reader that stopped
+reading cannot hold the writer. After any error the stream is out of step and the worker is
 discarded.
 """
 
@@ -54,14 +55,32 @@ def encode_frame(message: Any) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def write_frame(fd: int, message: Any) -> None:
-    """Write one whole frame to ``fd`` (blocking)."""
+def write_frame(fd: int, message: Any, *, deadline: float | None = None) -> None:
+    """Write one whole frame to ``fd``.
+
+    ``deadline`` is a :func:`time.monotonic` instant (``None``: wait for ever). With one, the
+    write waits for room in the pipe only until then and raises :class:`FrameTimeout` (the
+    frame may be half written: the stream is out of step); give it a non-blocking ``fd``, so
+    that a reader that stopped reading cannot hold the writer inside ``os.write``.
+    """
     try:
         data = memoryview(encode_frame(message))
     except EncodeError as exc:
         raise FrameError("message is not encodable") from exc
     while data:
-        written = os.write(fd, data)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameTimeout("the frame was not taken before the deadline")
+            _, ready, _ = select.select([], [fd], [], left)
+            if not ready:
+                raise FrameTimeout("the frame was not taken before the deadline")
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:  # no room after all (or a non-blocking fd and no deadline)
+            if deadline is None:
+                select.select([], [fd], [], None)
+            continue
         data = data[written:]
 
 

@@ -2,13 +2,16 @@
 
 It is started by the host with one JSON argument (its limits and the host's ``sys.path``),
 reads request frames on stdin and writes reply frames on a private copy of the original
-stdout. Before any plugin is imported, file descriptor 1 and ``sys.stdout`` are pointed at
+stdout. Before any plugin is imported, it drops every capability it has and sets
+``no_new_privs`` (see :mod:`~nr_llm_core.isolation.lockdown`; a worker that cannot exits with
+``LOCKDOWN_FAILED`` and runs nothing), and file descriptor 1 and ``sys.stdout`` are pointed at
 stderr, so whatever a tool prints (from Python or from C) can never be mistaken for a reply.
 
 Requests: ``{"op": "load", "name", "dist"}`` loads one entry point with the same loader the
 host uses in-process and answers its spec or the reason it was refused; ``{"op": "call",
 "name", "dist", "arguments", "context"}`` runs the tool and answers ``{"status": "ok",
-"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` or ``{"status": "invalid"}``.
+"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` (``"why": "memory"`` added
+when the tool raised ``MemoryError``) or ``{"status": "invalid"}``.
 The worker bounds the result before sending it, to keep the frame small; the host bounds it
 again, because nothing a worker sends is trusted. End of input ends the worker.
 """
@@ -95,6 +98,8 @@ class _Worker:
         _limit_cpu(self.cpu_seconds)
         try:
             value = call_tool(tool, request["arguments"], context)
+        except MemoryError:  # its memory limit (RLIMIT_AS): the host logs that it was memory
+            return {"status": "failed", "why": "memory"}
         except BaseException:  # the tool's fault, whatever it is; the host words the error
             return {"status": "failed"}
         result = bound_result(value)
@@ -122,6 +127,13 @@ def _find_entry_point(name: str, dist: str | None) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve requests until stdin closes."""
+    from nr_llm_core.isolation.lockdown import LOCKDOWN_FAILED, LockdownError, lock_down_worker
+
+    try:
+        lock_down_worker()
+    except LockdownError as exc:
+        sys.stderr.write(f"nr-llm worker: {exc}; refusing to run plugins\n")
+        return LOCKDOWN_FAILED
     args = sys.argv[1:] if argv is None else argv
     config: dict[str, Any] = json.loads(args[0]) if args else {}
     # The replies get a private descriptor; fd 1 (and so print(), and C code writing to

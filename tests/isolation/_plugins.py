@@ -148,6 +148,48 @@ def _calm(arguments, context):
     return ToolResult.text(str(os.getpid()))
 
 Calm = tool("calm", _calm)
+
+_deaf_fds = []
+
+def _deaf(arguments, context):
+    # The worker reads its requests from fd 0. Point fd 0 at a pipe no one writes, and keep
+    # the host's pipe open behind it: the host's next request fills that pipe and is never
+    # read (closing it instead would fail the host's write at once).
+    _deaf_fds.append(os.dup(0))
+    r, w = os.pipe()
+    _deaf_fds.append(w)
+    os.dup2(r, 0)
+    return ToolResult.text(str(os.getpid()))
+
+Deaf = tool("deaf", _deaf)
+
+def _spawner(arguments, context):
+    # A grandchild that ignores SIGTERM and writes down its pid; the call then hangs.
+    import subprocess
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], start_new_session=arguments.get("leave_group", False)
+    )
+    with open(arguments["pid_file"], "w") as fh:
+        fh.write(str(child.pid))
+    time.sleep(3600)
+
+Spawner = tool("spawner", _spawner)
+
+def _peek(arguments, context):
+    # Another process's environment block and memory: an errno name, or "read".
+    pid, found = arguments["pid"], []
+    for name in ("environ", "mem"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as fh:
+                fh.read(1) if name == "environ" else None
+            found.append("read")
+        except OSError as exc:
+            import errno
+            found.append(errno.errorcode.get(exc.errno, str(exc.errno)))
+    return ToolResult.text(",".join(found))
+
+Peek = tool("peek", _peek)
 """
 )
 
@@ -176,6 +218,9 @@ HOSTILE_TOOLS = {
     "segv": "Segv",
     "spin": "Spin",
     "calm": "Calm",
+    "deaf": "Deaf",
+    "spawner": "Spawner",
+    "peek": "Peek",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import threading
 import time
 from collections.abc import Iterator
 
@@ -49,6 +50,32 @@ def test_the_deadline(pipe: tuple[int, int]) -> None:
     with pytest.raises(FrameTimeout):
         read_frame(r, deadline=time.monotonic() + 0.2, max_bytes=1024)
     assert time.monotonic() - started < 2
+
+
+def test_a_write_stops_at_its_deadline_when_no_one_reads(pipe: tuple[int, int]) -> None:
+    """1 MiB into a pipe no one reads: the pipe fills, and the write gives up at the deadline
+    instead of blocking in ``os.write`` for ever."""
+    _, w = pipe
+    os.set_blocking(w, False)
+    with pytest.raises(FrameTimeout, match="not taken"):
+        write_frame(w, "x" * (1 << 20), deadline=time.monotonic() + 0.2)
+
+
+def test_a_write_with_a_deadline_delivers_a_frame_larger_than_the_pipe(
+    pipe: tuple[int, int],
+) -> None:
+    """Partial writes on a non-blocking descriptor add up to the whole frame."""
+    r, w = pipe
+    os.set_blocking(w, False)
+    message = "é" * (1 << 20)
+    got: list[object] = []
+    reader = threading.Thread(
+        target=lambda: got.append(read_frame(r, deadline=None, max_bytes=1 << 23))
+    )
+    reader.start()
+    write_frame(w, message, deadline=time.monotonic() + 60)
+    reader.join(60)
+    assert got == [message]
 
 
 @pytest.mark.parametrize(

@@ -64,11 +64,14 @@ def test_invoke_runs_the_call_in_a_worker_and_bounds_both_channels(host: ToolHos
 
 
 def test_the_seam_errors_are_the_in_process_ones(host: ToolHost) -> None:
+    worker = host.invoke("iso_pid", {}).content
     assert host.invoke("iso_raises", {}).content == 'Error: tool "iso_raises" failed.'
     assert (
         host.invoke("iso_invalid", {}).content
         == 'Error: tool "iso_invalid" returned an invalid result.'
     )
+    # The tool's faults, not its worker's: the same worker answered all three calls.
+    assert host.invoke("iso_pid", {}).content == worker
     bad = host.invoke("iso_echo", {"text": 3})
     assert bad.is_error and bad.content.startswith('Error: invalid arguments for tool "iso_echo"')
     assert host.invoke("iso_echo", {"text": "x"}, allowed=[]).content == (
