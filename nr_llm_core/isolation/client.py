@@ -77,6 +77,12 @@ class WorkerHandle:
         self.policy = policy
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        #: The tools this worker serves (added as each is loaded at discovery).
+        self.tools: list[str] = []
+        # Which of them the running worker imported (empty: it has not been warmed). A fresh
+        # worker imports every tool under the load timeout before its first call, so that
+        # starting an interpreter and importing plugins never count against a call's limit.
+        self._loaded: dict[str, bool] = {}
         self.starts = 0
 
     @property
@@ -91,33 +97,70 @@ class WorkerHandle:
         Raises :class:`WorkerTimeout` (the worker was killed) or :class:`IsolatedToolError`.
         """
         with self._lock:
-            try:
-                proc = self._running()
-            except OSError as exc:  # the interpreter could not be started at all
-                logger.error("worker of %r could not start: %s", self.distribution, exc)
-                raise IsolatedToolError("the worker could not start") from None
-            assert proc.stdin is not None
-            assert proc.stdout is not None
-            deadline = time.monotonic() + timeout
-            sent = False
-            try:
-                write_frame(proc.stdin.fileno(), message, deadline=deadline)
-                sent = True
-                return read_frame(
-                    proc.stdout.fileno(), deadline=deadline, max_bytes=self.policy.max_frame_bytes
-                )
-            except FrameTimeout:
-                what = "answer" if sent else "take its request"
-                self._kill(f"did not {what} within {timeout} s")
-                raise WorkerTimeout from None
-            except (FrameError, OSError) as exc:
-                self._kill(str(exc) if type(exc) is FrameError else _describe(exc))
-                raise IsolatedToolError("the worker failed") from None
-            except BaseException:
-                # Interrupted mid-exchange (KeyboardInterrupt …): a reply may still come, and
-                # the next request would read it as its own. The worker goes.
-                self._kill("interrupted during a request")
-                raise
+            return self._exchange(self._started(), message, timeout)
+
+    def call(self, name: str, message: dict[str, Any], timeout: float) -> Any:
+        """Send a call of tool ``name`` and return the decoded reply.
+
+        A fresh worker (after a start or a restart) first imports every tool it serves,
+        within the policy's ``load_timeout``: the call's ``timeout`` counts from when the tool
+        is ready, so a slow interpreter start is never a timed-out call.
+        Returns ``{"status": "failed"}`` when the worker refuses to load the tool. Raises
+        :class:`WorkerTimeout` (the worker was killed) or :class:`IsolatedToolError`.
+        """
+        with self._lock:
+            proc = self._started()
+            if not self._loaded:
+                self._warm(proc, name)
+            if not self._loaded.get(name):
+                return {"status": "failed"}
+            return self._exchange(proc, message, timeout)
+
+    def _warm(self, proc: subprocess.Popen[bytes], name: str) -> None:
+        # Every tool of the distribution (a later call of another one must not pay for the
+        # import either), within one load deadline.
+        deadline = time.monotonic() + self.policy.load_timeout
+        for tool in dict.fromkeys([*self.tools, name]):
+            reply = self._exchange(
+                proc,
+                {"op": "load", "name": tool, "dist": self.distribution},
+                max(deadline - time.monotonic(), 0.001),
+            )
+            self._loaded[tool] = type(reply) is dict and reply.get("ok") is True
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        try:
+            return self._running()
+        except OSError as exc:  # the interpreter could not be started at all
+            logger.error("worker of %r could not start: %s", self.distribution, exc)
+            raise IsolatedToolError("the worker could not start") from None
+
+    def _exchange(
+        self, proc: subprocess.Popen[bytes], message: dict[str, Any], timeout: float
+    ) -> Any:
+        """One request and its reply, both within ``timeout`` (call with the lock held)."""
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        sent = False
+        try:
+            write_frame(proc.stdin.fileno(), message, deadline=deadline)
+            sent = True
+            return read_frame(
+                proc.stdout.fileno(), deadline=deadline, max_bytes=self.policy.max_frame_bytes
+            )
+        except FrameTimeout:
+            what = "answer" if sent else "take its request"
+            self._kill(f"did not {what} within {timeout} s")
+            raise WorkerTimeout from None
+        except (FrameError, OSError) as exc:
+            self._kill(str(exc) if type(exc) is FrameError else _describe(exc))
+            raise IsolatedToolError("the worker failed") from None
+        except BaseException:
+            # Interrupted mid-exchange (KeyboardInterrupt …): a reply may still come, and
+            # the next request would read it as its own. The worker goes.
+            self._kill("interrupted during a request")
+            raise
 
     def close(self) -> None:
         """Stop the worker (it is started again by the next request)."""
@@ -185,6 +228,7 @@ class WorkerHandle:
 
     def _reap(self) -> None:
         proc, self._proc = self._proc, None
+        self._loaded.clear()  # a new worker has imported nothing
         if proc is None:
             return
         for pipe in (proc.stdin, proc.stdout):
@@ -235,7 +279,8 @@ class RemoteTool:
         reply is not a valid result. Raises :class:`WorkerTimeout` or
         :class:`IsolatedToolError`.
         """
-        reply = self.worker.request(
+        reply = self.worker.call(
+            self.name,
             {
                 "op": "call",
                 "name": self.name,
@@ -330,4 +375,5 @@ def load_remote(worker: WorkerHandle, name: str, timeout: float) -> tuple[ToolSp
         raise ToolLoadError(
             f"entry point name {name!r} differs from tool_spec().name {spec.name!r}"
         )
+    worker.tools.append(spec.name)
     return spec, RemoteTool(spec.name, worker)
