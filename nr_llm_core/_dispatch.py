@@ -1,4 +1,4 @@
-"""Calling one loaded tool: argument errors, the optional timeout, logging a failure.
+"""Calling one loaded tool: the optional timeout, logging a failure.
 
 The seam itself, :meth:`~nr_llm_core.host.ToolHost.invoke`, decides what to call and bounds
 what comes back; these helpers make the call.
@@ -11,24 +11,13 @@ import threading
 from typing import Any
 
 from nr_llm_core._logging import log_exception
-from nr_llm_core._registry import MAX_REASON_CHARS, Tool, plain_message, short
-from nr_llm_core.bounding import read_str
+from nr_llm_core._registry import Tool, plain_message, short
 from nr_llm_core.errors import TimedOut
 from nr_llm_core.hooks import ToolContext
-from nr_llm_core.results import ToolResult
 
-__all__ = ["call_tool", "call_with_timeout", "invalid_arguments", "log_failure"]
+__all__ = ["call_tool", "call_with_timeout", "log_failure"]
 
 logger = logging.getLogger("nr_llm.host")
-
-
-def invalid_arguments(name: str, reason: object) -> ToolResult:
-    """The error result for arguments the schema refused; ``reason`` is the validator's message
-    (``None`` or not a str: "schema mismatch")."""
-    text = read_str(reason) or "schema mismatch"
-    return ToolResult.error(
-        f'Error: invalid arguments for tool "{name}": {short(text, MAX_REASON_CHARS)}'
-    )
 
 
 def call_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext | None) -> object:

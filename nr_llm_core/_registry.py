@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import pluggy
 
-from nr_llm_core.bounding import coerce_utf8
+from nr_llm_core._schema import ArgumentCheck, compile_arguments
 from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.failures import Problem, short
 from nr_llm_core.results import ToolSpec
 
 if TYPE_CHECKING:
@@ -41,12 +42,17 @@ MAX_REASON_CHARS: Final = 300
 
 @attrs.frozen
 class Tool:
-    """One loaded tool: its spec, the one ``execute`` to call, its compiled validator."""
+    """One loaded tool: its spec, the one ``execute`` to call, its compiled argument check.
+
+    ``check(arguments)`` is the hot-path test (it may raise for input the validator cannot
+    read); ``explain(arguments)`` names the problems in host words when it failed.
+    """
 
     spec: ToolSpec
     execute: Callable[..., object]
     argnames: tuple[str, ...]
-    validate: Callable[[Any], Any]
+    check: Callable[[Any], bool]
+    explain: Callable[[Any], tuple[Problem, ...]]
     distribution: str | None
     enabled: bool = False
     # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
@@ -58,11 +64,6 @@ class Tool:
     @takes_context.default
     def _takes_context(self) -> bool:
         return len(self.argnames) > 1
-
-
-def short(text: str, limit: int) -> str:
-    text = coerce_utf8(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_hookimpls(pm: pluggy.PluginManager, plugin: object) -> dict[str, str]:
@@ -114,11 +115,13 @@ def build_tool(
         raise ToolLoadError(
             f"entry point name {entry_point!r} differs from tool_spec().name {spec.name!r}"
         )
+    check, explain = compile_schema(spec)
     return Tool(
         spec=spec,
         execute=execute.function,
         argnames=tuple(execute.argnames),
-        validate=compile_schema(spec),
+        check=check,
+        explain=explain,
         distribution=distribution,
     )
 
@@ -163,15 +166,7 @@ def import_failure(exc: BaseException) -> str:
     return reason
 
 
-def compile_schema(spec: ToolSpec) -> Callable[[Any], Any]:
-    import fastjsonschema
-
-    try:
-        # use_default=False: validation must not write schema defaults into the caller's dict
-        # (the arguments the model sent are what the trace and the audit store record).
-        return fastjsonschema.compile(dict(spec.parameters), use_default=False)
-    except Exception as exc:
-        raise ToolLoadError(
-            f"parameters of {spec.name!r} are not a valid JSON Schema: "
-            + short(str(exc), MAX_REASON_CHARS)
-        ) from None
+def compile_schema(spec: ToolSpec) -> ArgumentCheck:
+    """The argument check of a tool, compiled once at registration (in-process and isolated
+    tools alike); :class:`ToolLoadError` when its parameters cannot be a tool's schema."""
+    return compile_arguments(spec.name, spec.parameters)

@@ -23,13 +23,23 @@ from typing import Any, Final
 import attrs
 import cattrs
 from cattrs.errors import (
+    AttributeValidationNote,
     ClassValidationError,
+    ForbiddenExtraKeysError,
     IterableValidationError,
     IterableValidationNote,
 )
-from cattrs.v import format_exception
 
-__all__ = ["ArgumentMismatch", "describe_type", "format_errors", "strict_converter", "strip"]
+from nr_llm_core._schema import json_type
+from nr_llm_core.failures import Phrase, Problem, expected
+
+__all__ = [
+    "ArgumentMismatch",
+    "describe_type",
+    "strict_converter",
+    "strip",
+    "structuring_problems",
+]
 
 _PRIMITIVES: Final[dict[type, str]] = {
     str: "string",
@@ -41,30 +51,16 @@ _JSON_VALUES: Final = (str, int, float, bool, type(None))
 
 
 class ArgumentMismatch(ValueError):
-    """A value does not fit its declared type (the message says what was expected)."""
+    """A value does not fit its declared type; ``phrase`` says how, in the host's vocabulary
+    of argument problems (:mod:`nr_llm_core.failures`)."""
+
+    def __init__(self, phrase: str) -> None:
+        self.phrase = phrase
+        super().__init__(phrase)
 
 
-def _json_type(value: object) -> str:
-    kind = type(value)
-    if kind is bool:
-        return "boolean"
-    if kind is int:
-        return "integer"
-    if kind is float:
-        return "number"
-    if kind is str:
-        return "string"
-    if value is None:
-        return "null"
-    if kind is list:
-        return "array"
-    if kind is dict:
-        return "object"
-    return "a non-JSON value"
-
-
-def _mismatch(expected: str, value: object) -> ArgumentMismatch:
-    return ArgumentMismatch(f"expected {expected}, got {_json_type(value)}")
+def _mismatch(wanted: str, value: object) -> ArgumentMismatch:
+    return ArgumentMismatch(expected((wanted,), json_type(value)))
 
 
 # -- type inspection --------------------------------------------------------------------------
@@ -237,7 +233,7 @@ def _literal_factory(tp: Any, _: cattrs.Converter) -> Callable[[object, Any], An
 
     def structure(value: object, _: Any) -> Any:
         if not _exact_member(allowed, value):
-            raise ArgumentMismatch(f"expected one of {list(allowed)!r}")
+            raise ArgumentMismatch(Phrase.NOT_ALLOWED.value)
         return value
 
     return structure
@@ -249,7 +245,7 @@ def _enum_factory(tp: Any, _: cattrs.Converter) -> Callable[[object, Any], Any]:
     def structure(value: object, _: Any) -> Any:
         member = members.get((type(value), value)) if type(value) in (str, int) else None
         if member is None:
-            raise ArgumentMismatch(f"expected one of {[m.value for m in tp]!r}")
+            raise ArgumentMismatch(Phrase.NOT_ALLOWED.value)
         return member
 
     return structure
@@ -293,7 +289,7 @@ def _dict_factory(tp: Any, conv: cattrs.Converter) -> Callable[[object, Any], An
         errors: list[Exception] = []
         for key, item in value.items():
             if type(key) is not str:
-                errors.append(_noted(_mismatch("string key", key), repr(key), str))
+                errors.append(ArgumentMismatch(Phrase.NOT_JSON.value))
                 continue
             try:
                 out[key] = hook(item, value_type)
@@ -350,14 +346,53 @@ def strict_converter() -> cattrs.Converter:
     return conv
 
 
-def _format(exc: BaseException, tp: type | None) -> str:
-    if isinstance(exc, ArgumentMismatch):
-        return str(exc)
-    return format_exception(exc, tp)
+# -- structuring errors in host words ---------------------------------------------------------
+
+# The C-level reader of an exception's instance dict (where notes live): a plugin exception
+# class cannot intercept it with a property or ``__getattr__``.
+_EXCEPTION_DICT: Final = BaseException.__dict__["__dict__"]
+_GROUPS: Final = (ClassValidationError, IterableValidationError)
 
 
-def format_errors(exc: BaseException) -> str:
-    """One line of ``reason @ $.path`` parts for a structuring failure."""
-    if isinstance(exc, ClassValidationError | IterableValidationError | ArgumentMismatch):
-        return "; ".join(cattrs.transform_error(exc, "$", _format))
-    return f"{_format(exc, None)} @ $"
+def _noted_segment(exc: BaseException) -> tuple[str | int, ...] | None:
+    """The path segment cattrs (or this module) noted on ``exc``, if any."""
+    notes = _EXCEPTION_DICT.__get__(exc).get("__notes__")
+    if type(notes) is not list:
+        return None
+    for note in reversed(notes):
+        if type(note) is AttributeValidationNote and type(note.name) is str:
+            return (note.name,)
+        if type(note) is IterableValidationNote and type(note.index) in (int, str):
+            return (note.index,)
+    return None
+
+
+def structuring_problems(exc: BaseException) -> tuple[tuple[Problem, ...], BaseException | None]:
+    """The problems a structuring failure stands for, and the first exception in it that came
+    from an argument type's own code (a validator, a converter, ``__attrs_post_init__``, a
+    structure hook), which the problems describe only as ``invalid value``.
+
+    Walks cattrs' exception groups iteratively, reading only exact cattrs and host types; the
+    text of a foreign exception is never read here.
+    """
+    problems: list[Problem] = []
+    foreign: BaseException | None = None
+    stack: list[tuple[BaseException, tuple[str | int, ...]]] = [(exc, ())]
+    while stack:
+        error, path = stack.pop()
+        kind = type(error)
+        if kind in _GROUPS:
+            for child in reversed(error.exceptions):  # type: ignore[attr-defined]
+                stack.append((child, path + (_noted_segment(child) or ())))
+        elif kind is ArgumentMismatch:
+            problems.append((error.phrase, path))  # type: ignore[attr-defined]
+        elif kind is ForbiddenExtraKeysError:
+            extra = error.extra_fields  # type: ignore[attr-defined]
+            keys = sorted(k for k in extra if type(k) is str) if type(extra) is set else []
+            problems.extend((Phrase.UNEXPECTED.value, (*path, key)) for key in keys)
+        elif kind is KeyError and _noted_segment(error) is not None:
+            problems.append((Phrase.MISSING.value, path))  # cattrs: a required field is absent
+        else:
+            problems.append((Phrase.INVALID.value, path))
+            foreign = foreign or error
+    return tuple(problems), foreign

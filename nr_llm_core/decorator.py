@@ -3,7 +3,8 @@
 The decorated name is a :class:`FunctionTool`: a plugin object with the ``tool_spec`` and
 ``execute`` hooks, usable as an entry-point target and with :meth:`ToolHost.register`, and
 still callable as the original function. Everything it cannot describe is refused at decoration
-time; arguments a model gets wrong become the invalid-arguments error, never an exception.
+time; arguments a model gets wrong become the invalid-arguments error through the seam (``execute``
+raises :class:`~nr_llm_core.failures.InvalidArguments`, worded in host vocabulary).
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
 
 import attrs
 
-from nr_llm_core.arguments import describe_type, format_errors, json_default, strict_converter
+from nr_llm_core.arguments import (
+    describe_type,
+    json_default,
+    strict_converter,
+    structuring_problems,
+)
 from nr_llm_core.arguments import strip as strip_annotated
 from nr_llm_core.docstrings import parse_docstring
+from nr_llm_core.failures import InvalidArguments, read_exception
 from nr_llm_core.hooks import ToolContext, hookimpl
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 
@@ -27,7 +34,6 @@ __all__ = ["FunctionTool", "tool"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_MAX_REASON_CHARS: Final = 300
 _CONVERTER: Final = strict_converter()
 
 
@@ -53,7 +59,9 @@ class FunctionTool(Generic[P, R]):
     ``tool_spec()`` returns the spec built at decoration time. ``execute(arguments, context)``
     structures ``arguments`` with the strict converter, calls the function with the arguments
     given (absent ones take the function's defaults), and turns a returned ``str`` into
-    :meth:`ToolResult.text`. Calling the object calls the function itself, so it can be tested
+    :meth:`ToolResult.text`. Arguments it cannot structure raise
+    :class:`~nr_llm_core.failures.InvalidArguments`, which the seam answers with the
+    invalid-arguments error. Calling the object calls the function itself, so it can be tested
     like one. ``spec`` and ``function`` are the spec and the original function.
     """
 
@@ -90,16 +98,22 @@ class FunctionTool(Generic[P, R]):
 
     @hookimpl
     def execute(self, arguments: dict[str, Any], context: ToolContext | None) -> object:
-        """Structure ``arguments`` strictly, call the function, return its result."""
+        """Structure ``arguments`` strictly, call the function, return its result.
+
+        Raises :class:`~nr_llm_core.failures.InvalidArguments` when the arguments cannot be
+        structured: its problems are host words (the path, the kind of problem); what an
+        argument type's own code raised (a validator, a converter, ``__attrs_post_init__``)
+        rides only in its ``exception_type`` and ``message``, which the seam keeps for the
+        trace and never puts in the result.
+        """
         try:
             structured: Any = _CONVERTER.structure(arguments, self._arguments_class)
         except Exception as exc:
-            reason = format_errors(exc)
-            if len(reason) > _MAX_REASON_CHARS:
-                reason = reason[: _MAX_REASON_CHARS - 1] + "…"
-            return ToolResult.error(
-                f'Error: invalid arguments for tool "{self.spec.name}": {reason}'
-            )
+            problems, foreign = structuring_problems(exc)
+            exception_type, message = (None, None) if foreign is None else read_exception(foreign)
+            raise InvalidArguments(
+                problems, exception_type=exception_type, message=message
+            ) from None
         kwargs: dict[str, Any] = {
             name: getattr(structured, name)
             for name in self._parameters

@@ -10,7 +10,9 @@
      ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
      │    └── AlreadyClaimedError  another resumer (or a discard) took the run first
      ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
-     └── TimedOut             internal: a tool call passed its limit (never leaves invoke())
+     ├── TimedOut             internal: a tool call passed its limit (never leaves invoke())
+     ├── InvalidArguments     @tool could not structure its arguments (nr_llm_core.failures)
+     └── ToolFailed           internal: an isolated tool raised in its worker (failures)
 
 Every ``ProviderError`` message is written by nr-llm: it never holds an API key, a URL or a
 response body (at most a short, identifier-shaped error code the provider sent).

@@ -20,12 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import attrs
 import pluggy
 
-from nr_llm_core._dispatch import (
-    call_tool,
-    call_with_timeout,
-    invalid_arguments,
-    log_failure,
-)
+from nr_llm_core._dispatch import call_tool, call_with_timeout, log_failure
 from nr_llm_core._registry import (
     MAX_REASON_CHARS,
     Tool,
@@ -38,6 +33,15 @@ from nr_llm_core._registry import (
 )
 from nr_llm_core.bounding import bound_result, read_str
 from nr_llm_core.errors import TimedOut, ToolLoadError
+from nr_llm_core.failures import (
+    FailureKind,
+    InvalidArguments,
+    Phrase,
+    ToolFailure,
+    error_result,
+    exception_failure,
+    invalid_arguments,
+)
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
 from nr_llm_core.isolation.policy import IsolationPolicy, as_policy
 from nr_llm_core.results import ToolResult, ToolSpec
@@ -276,11 +280,15 @@ class ToolHost:
         with self._lock:
             if spec.name in self._table:
                 raise ToolLoadError(f"tool name {spec.name!r} is already registered")
+            # The spec came from the worker: its schema is data, compiled here with the same
+            # refusals as an in-process tool's (no remote references, bounded references).
+            check, explain = compile_schema(spec)
             tool = Tool(
                 spec=spec,
                 execute=remote.execute,
                 argnames=("arguments", "context"),
-                validate=compile_schema(spec),
+                check=check,
+                explain=explain,
                 distribution=dist,
                 remote=remote,
             )
@@ -409,24 +417,48 @@ class ToolHost:
         tool, ``allowed=[]`` none), arguments not a JSON object or not valid for the schema
         (``execute`` is not called), ``execute`` raising (logged here with its traceback; the
         model gets a generic text), a return value that is not a ``ToolResult``; each is an
-        error result. Otherwise both channels are bounded. Never raises for a tool's fault.
+        error result worded by the host. Otherwise both channels are bounded. Never raises for
+        a tool's fault.
 
         The tool receives ``arguments`` itself, and may change it. A caller that keeps the
         arguments (to record them, or to send them back to a model) passes a copy, as
         :class:`~nr_llm_core.ToolLoop` and the playground do with
         :func:`nr_llm_core.encoding.json_copy`.
         """
+        return self.invoke_traced(
+            name, arguments, allowed=allowed, context=context, timeout=timeout
+        )[0]
+
+    def invoke_traced(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        allowed: Collection[str] | None = None,
+        context: ToolContext | None = None,
+        timeout: float | None = None,
+    ) -> tuple[ToolResult, ToolFailure | None]:
+        """:meth:`invoke`, and beside its result the :class:`~nr_llm_core.failures.ToolFailure`
+        when the host wrote the result (``None`` when the tool did).
+
+        The failure says what the host knows and the model must not read: the kind of failure
+        and, when a tool's code raised, the exception's type name and message (bounded). It is
+        for a run's trace, where the privacy filter treats it as content (``tool_error``); it
+        is never part of the result.
+        """
         tool = self._table.get(name) if type(name) is str else None
         if tool is None:
-            return ToolResult.error(f'Error: unknown tool "{_display_name(name)}"')
+            return error_result(FailureKind.UNKNOWN_TOOL, _display_name(name))
         if not tool.enabled or (allowed is not None and name not in allowed):
-            return ToolResult.error(f'Error: tool "{name}" not permitted')
+            return error_result(FailureKind.NOT_PERMITTED, name)
         if type(arguments) is not dict:
-            return invalid_arguments(name, "arguments must be a JSON object")
+            return invalid_arguments(name, ((Phrase.NOT_OBJECT.value, ()),))
         try:
-            tool.validate(arguments)
-        except Exception as exc:
-            return invalid_arguments(name, getattr(exc, "message", None))
+            valid = tool.check(arguments)
+        except Exception:  # input the validator cannot read: explain() says where
+            valid = False
+        if not valid:
+            return invalid_arguments(name, tool.explain(arguments))
         limit = timeout
         if limit is None:
             # An isolated tool's default is its policy's (its worker is killed at it); the
@@ -442,17 +474,23 @@ class ToolHost:
                 value = tool.execute(arguments)
         except TimedOut:
             logger.error("tool %r did not return in time (limit %s s)", name, limit)
-            return ToolResult.error(f'Error: tool "{name}" timed out.')
+            return error_result(FailureKind.TIMED_OUT, name)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
+            if type(exc) is InvalidArguments:  # @tool could not structure the arguments
+                return invalid_arguments(
+                    name, exc.problems, exception_type=exc.exception_type, message=exc.message
+                )
             log_failure(name, exc)
-            return ToolResult.error(f'Error: tool "{name}" failed.')
+            return error_result(
+                FailureKind.FAILED, name, exception_failure(FailureKind.FAILED, exc)
+            )
         result = bound_result(value)
         if result is None:
             logger.error("tool %r returned %s, not a valid ToolResult", name, type(value).__name__)
-            return ToolResult.error(f'Error: tool "{name}" returned an invalid result.')
-        return result
+            return error_result(FailureKind.INVALID_RESULT, name)
+        return result, None
 
 
 def _close_workers(workers: dict[str | None, WorkerHandle]) -> None:

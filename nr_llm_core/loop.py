@@ -26,6 +26,14 @@ from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.exposure import zone_view
+from nr_llm_core.failures import (
+    FailureKind,
+    Phrase,
+    ToolFailure,
+    error_result,
+    host_phrase,
+    invalid_arguments,
+)
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
@@ -335,23 +343,21 @@ class ToolLoop:
         for call in calls:
             started = time.perf_counter()
             result: ToolResult
+            failure: ToolFailure | None
             if call.name not in offered:
                 # The host words it: unknown tool, or not permitted.
-                result = self.host.invoke(call.name, {}, allowed=offered)
+                result, failure = self.host.invoke_traced(call.name, {}, allowed=offered)
             elif call.id in refused:
-                result = ToolResult.error(
-                    f'Error: the user did not approve the call to "{call.name}".'
-                )
+                result, failure = error_result(FailureKind.NOT_APPROVED, call.name)
             elif call.arguments_error is not None:
-                result = ToolResult.error(
-                    f'Error: invalid arguments for tool "{call.name}": {call.arguments_error}'
+                # The provider adapter's words, read through the host's vocabulary.
+                result, failure = invalid_arguments(
+                    call.name, ((host_phrase(call.arguments_error), ()),)
                 )
             elif (arguments := _own_copy(call.arguments)) is None:
-                result = ToolResult.error(
-                    f'Error: invalid arguments for tool "{call.name}": not plain JSON'
-                )
+                result, failure = invalid_arguments(call.name, ((Phrase.NOT_JSON.value, ()),))
             else:
-                result = self.host.invoke(
+                result, failure = self.host.invoke_traced(
                     call.name,
                     arguments,
                     allowed=offered,
@@ -360,7 +366,11 @@ class ToolLoop:
                 )
             run.messages.append(ChatMessage.tool_result(call.id, result.content))
             invocation = ToolInvocation(
-                name=call.name, arguments=call.arguments, result=result, call_id=call.id
+                name=call.name,
+                arguments=call.arguments,
+                result=result,
+                call_id=call.id,
+                failure=failure,
             )
             run.invocations.append(invocation)
             elapsed = (time.perf_counter() - started) * 1000

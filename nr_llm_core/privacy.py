@@ -14,7 +14,8 @@ audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
     are removed, ``content_redacted: true`` is set, and the summaries are computed from the
     original: ``messages_sent_count``, ``content_length``, ``thinking_length``,
     ``tool_result_length`` (characters), ``tool_artifacts_count``, ``tool_artifact_types``
-    (only values that are :class:`~nr_llm_core.results.ArtifactType` values) and
+    (only values that are :class:`~nr_llm_core.results.ArtifactType` values),
+    ``tool_error_kind`` (only a :class:`~nr_llm_core.failures.FailureKind` value) and
     ``requested_tool_names``.
 ``NONE``
     ``kind``, ``round`` and ``duration_ms``, taken from the METADATA record, so it can never
@@ -62,6 +63,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, final
 
+from nr_llm_core.failures import FailureKind
 from nr_llm_core.redaction import redact_text, redact_value
 from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
 from nr_llm_core.trace import StepKind
@@ -123,6 +125,7 @@ _DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
 _SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _STEP_KINDS: Final = _canonical([k.value for k in StepKind])
 _ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
+_FAILURE_KINDS: Final = _canonical([k.value for k in FailureKind])
 _USAGE_KEYS: Final = _canonical(USAGE_KEYS)
 _UNKNOWN_TOOL_PREFIX: Final = 'Error: unknown tool "'
 _LENGTH_KEYS: Final = {
@@ -304,6 +307,12 @@ class RunStepPrivacyFilter:
                     pass
                 case "tool_arguments":
                     pass
+                case "tool_error":
+                    # What a tool's exception said is content; only the host's word for the
+                    # kind of failure is kept.
+                    failure = value.get("kind") if type(value) is dict else None
+                    if type(failure) is str and failure in _FAILURE_KINDS:
+                        record["tool_error_kind"] = _FAILURE_KINDS[failure]
                 case "messages_sent":
                     if type(value) is list or type(value) is tuple:
                         record["messages_sent_count"] = len(value)

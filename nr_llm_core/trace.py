@@ -18,6 +18,7 @@ from typing import Any, Final, final
 import attrs
 
 from nr_llm_core._logging import log_exception
+from nr_llm_core.failures import ToolFailure
 from nr_llm_core.results import ToolResult
 
 __all__ = [
@@ -41,6 +42,7 @@ CONTENT_KEYS: Final = (
     "tool_arguments",
     "tool_result",
     "tool_artifacts",
+    "tool_error",
 )
 
 
@@ -61,12 +63,18 @@ class StepKind(enum.StrEnum):
 
 @attrs.frozen(kw_only=True)
 class ToolInvocation:
-    """One executed tool call: the name and arguments the model sent, the bounded result."""
+    """One executed tool call: the name and arguments the model sent, the bounded result.
+
+    ``failure`` is set when the host wrote the result (an unknown tool, invalid arguments, a
+    tool that raised …): the kind, and what a tool's exception said. It is trace data, kept
+    under the privacy filter as ``tool_error``; the model only ever reads ``result.content``.
+    """
 
     name: str
     arguments: Any
     result: ToolResult
     call_id: str | None = None
+    failure: ToolFailure | None = None
 
 
 @final
@@ -134,7 +142,8 @@ class RunStep:
 
     @classmethod
     def tool(cls, *, round: int, duration_ms: float, invocation: ToolInvocation) -> RunStep:
-        """One tool call; ``tool_artifacts`` only when the result has artifacts."""
+        """One tool call; ``tool_artifacts`` only when the result has artifacts, ``tool_error``
+        only when the host wrote the result (its :class:`~nr_llm_core.failures.ToolFailure`)."""
         result = invocation.result
         fields: dict[str, Any] = {
             "tool_name": invocation.name,
@@ -145,6 +154,8 @@ class RunStep:
         }
         if result.artifacts:
             fields["tool_artifacts"] = [a.to_dict() for a in result.artifacts]
+        if invocation.failure is not None:
+            fields["tool_error"] = invocation.failure.to_dict()
         return cls(kind=StepKind.TOOL, round=round, duration_ms=duration_ms, fields=fields)
 
     @classmethod

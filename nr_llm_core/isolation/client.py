@@ -28,6 +28,7 @@ import attrs
 
 from nr_llm_core.bounding import coerce_utf8, read_str
 from nr_llm_core.errors import TimedOut, ToolLoadError
+from nr_llm_core.failures import InvalidArguments, Problem, ToolFailed
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.isolation.frames import (
     PIPE_CLOSED,
@@ -277,7 +278,10 @@ class RemoteTool:
 
         Returns a ``ToolResult`` rebuilt from the reply (not yet bounded), or ``None`` when the
         reply is not a valid result. Raises :class:`WorkerTimeout` or
-        :class:`IsolatedToolError`.
+        :class:`IsolatedToolError`; for a tool that raised in the worker,
+        :class:`~nr_llm_core.failures.ToolFailed` or
+        :class:`~nr_llm_core.failures.InvalidArguments`, rebuilt from the reply (the seam
+        words the error and keeps the rest for the trace).
         """
         reply = self.worker.call(
             self.name,
@@ -295,14 +299,41 @@ class RemoteTool:
             return _result_from_reply(reply)
         if status == "invalid":
             return None
-        if status == "failed" and reply.get("why") == "memory":
-            # A fixed word the worker chose by exception type, not text from the tool.
-            logger.error(
-                "tool %r ran out of memory in its worker (MemoryError; RLIMIT_AS %s bytes)",
-                self.name,
-                self.worker.policy.memory_bytes,
+        if status == "invalid_arguments":
+            raise InvalidArguments(
+                _problems_from_reply(reply.get("problems")),
+                exception_type=read_str(reply.get("exception_type")),
+                message=read_str(reply.get("message")),
             )
-        raise IsolatedToolError("the tool failed in its worker")
+        if status == "failed":
+            if reply.get("why") == "memory":
+                # A fixed word the worker chose by exception type, not text from the tool.
+                logger.error(
+                    "tool %r ran out of memory in its worker (MemoryError; RLIMIT_AS %s bytes)",
+                    self.name,
+                    self.worker.policy.memory_bytes,
+                )
+            raise ToolFailed(read_str(reply.get("exception_type")), read_str(reply.get("message")))
+        raise IsolatedToolError("the worker sent an unknown status")
+
+
+_MAX_PROBLEMS = 1000
+
+
+def _problems_from_reply(raw: object) -> tuple[Problem, ...]:
+    """The problems a worker reported, keeping only the shape of one (the host renders them
+    from its own vocabulary, so a phrase it does not know says ``invalid value``)."""
+    if type(raw) is not list:
+        return ()
+    problems: list[Problem] = []
+    for item in raw[:_MAX_PROBLEMS]:
+        if type(item) is not list or len(item) != 2 or type(item[1]) is not list:
+            continue
+        phrase, path = item
+        segments = tuple(s for s in path if type(s) is str or type(s) is int)
+        if type(phrase) is str and len(segments) == len(path):
+            problems.append((phrase, segments))
+    return tuple(problems)
 
 
 def _result_from_reply(reply: dict[str, Any]) -> ToolResult | None:

@@ -10,8 +10,11 @@ stderr, so whatever a tool prints (from Python or from C) can never be mistaken 
 Requests: ``{"op": "load", "name", "dist"}`` loads one entry point with the same loader the
 host uses in-process and answers its spec or the reason it was refused; ``{"op": "call",
 "name", "dist", "arguments", "context"}`` runs the tool and answers ``{"status": "ok",
-"content", "is_error", "artifacts"}``, ``{"status": "failed"}`` (``"why": "memory"`` added
-when the tool raised ``MemoryError``) or ``{"status": "invalid"}``.
+"content", "is_error", "artifacts"}``, ``{"status": "failed", "exception_type", "message"}``
+(what the tool's exception said, bounded: the host keeps it for the trace only; ``"why":
+"memory"`` instead when the tool raised ``MemoryError``),
+``{"status": "invalid_arguments", "problems", "exception_type", "message"}`` (``@tool`` could
+not structure the arguments) or ``{"status": "invalid"}``.
 The worker bounds the result before sending it, to keep the frame small; the host bounds it
 again, because nothing a worker sends is trusted. End of input ends the worker.
 """
@@ -99,9 +102,9 @@ class _Worker:
         try:
             value = call_tool(tool, request["arguments"], context)
         except MemoryError:  # its memory limit (RLIMIT_AS): the host logs that it was memory
-            return {"status": "failed", "why": "memory"}
-        except BaseException:  # the tool's fault, whatever it is; the host words the error
-            return {"status": "failed"}
+            return {"status": "failed", "why": "memory", "exception_type": "MemoryError"}
+        except BaseException as exc:  # the tool's fault, whatever it is; the host words the error
+            return _failure_reply(exc)
         result = bound_result(value)
         if result is None:
             return {"status": "invalid"}
@@ -111,6 +114,43 @@ class _Worker:
             "is_error": result.is_error,
             "artifacts": [a.to_dict() for a in result.artifacts],
         }
+
+
+_MAX_PROBLEMS = 1000
+_MAX_SEGMENTS = 13
+_MAX_SEGMENT_CHARS = 40
+
+
+def _failure_reply(exc: BaseException) -> dict[str, Any]:
+    """The reply for a call whose tool raised: what the exception said, read without running
+    its code and bounded (the host bounds it again: nothing a worker sends is trusted)."""
+    from nr_llm_core.failures import InvalidArguments, read_exception
+
+    if type(exc) is InvalidArguments:
+        problems = [
+            [_text(problem[0]), [_segment(s) for s in problem[1][:_MAX_SEGMENTS]]]
+            for problem in exc.problems[:_MAX_PROBLEMS]
+            if type(problem) is tuple and len(problem) == 2 and type(problem[1]) is tuple
+        ]
+        return {
+            "status": "invalid_arguments",
+            "problems": problems,
+            "exception_type": _text(exc.exception_type),
+            "message": _text(exc.message),
+        }
+    exception_type, message = read_exception(exc)
+    return {"status": "failed", "exception_type": exception_type, "message": message}
+
+
+def _segment(segment: object) -> object:
+    # Only what a JSON frame can carry; anything else reads as an unknown segment.
+    if type(segment) is str:
+        return segment[:_MAX_SEGMENT_CHARS]
+    return segment if type(segment) is int else "?"
+
+
+def _text(value: object) -> str | None:
+    return value if type(value) is str else None
 
 
 def _find_entry_point(name: str, dist: str | None) -> Any:

@@ -84,7 +84,7 @@ def grouped_tools(host: ToolHost) -> list[dict[str, Any]]:
 def invoke_tool(
     host: ToolHost, name: str, arguments: Any, *, level: str, timeout: float | None
 ) -> dict[str, Any]:
-    """Run one call through :meth:`ToolHost.invoke` (enabled tools only) and return the
+    """Run one call through :meth:`ToolHost.invoke_traced` (enabled tools only) and return the
     content the model would receive, the artifacts, and the step as the audit store would
     keep it at ``level``."""
     try:
@@ -92,9 +92,11 @@ def invoke_tool(
     except EncodeError:  # not from a JSON body; invoke() answers it as invalid arguments
         given = None
     started = time.perf_counter()
-    result = host.invoke(name, given, timeout=timeout)
+    result, failure = host.invoke_traced(name, given, timeout=timeout)
     elapsed = (time.perf_counter() - started) * 1000
-    invocation = ToolInvocation(name=name, arguments=arguments, result=result, call_id=None)
+    invocation = ToolInvocation(
+        name=name, arguments=arguments, result=result, call_id=None, failure=failure
+    )
     step = RunStep.tool(round=0, duration_ms=elapsed, invocation=invocation).to_dict()
     return {
         "tool": name,

@@ -45,6 +45,10 @@ ADV_LOADING = "tests/adversarial/test_errors_and_loading.py"
 ADV_STORAGE = "tests/adversarial/test_rendering_and_storage.py"
 ADV_FINDINGS = "tests/adversarial/test_findings.py"
 ADV_CLI = "tests/adversarial/test_cli_hygiene.py"
+SCHEMAS = "tests/core/test_argument_schemas.py"
+ISOLATED_SCHEMAS = "tests/isolation/test_isolated_schemas.py"
+ERROR_TEXT = "tests/properties/test_error_text_property.py"
+TOOL_ERROR = "tests/loop/test_tool_error_trace.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -169,6 +173,24 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{HOST}::test_arguments_must_be_a_json_object",
             f"{HOST}::test_arguments_are_validated_against_the_schema_and_execute_is_not_called",
         ),
+        "an argument type's validator, converter, `__attrs_post_init__` or structure hook "
+        "raising, a secret in the message or in the exception's type name": (
+            f"{ERROR_TEXT}::test_no_exception_text_or_type_name_reaches_a_provider",
+            f"{TOOL_ERROR}::test_redacted_stores_the_detail_with_secrets_masked",
+            f"{TOOL_ERROR}::test_metadata_and_none_keep_no_byte_of_the_detail",
+        ),
+        "a tool schema with a `$ref` to an `http(s)` URL, a `file:` URI or another document, "
+        "or an unknown `$schema` (an isolated tool's too)": (
+            f"{SCHEMAS}::test_a_ref_to_a_local_http_server_is_refused_and_never_requested",
+            f"{SCHEMAS}::test_every_ref_outside_the_schema_is_refused_at_registration",
+            f"{SCHEMAS}::test_a_file_ref_never_opens_the_file",
+            f"{SCHEMAS}::test_an_unknown_meta_schema_is_refused_and_never_requested",
+            f"{ISOLATED_SCHEMAS}::test_a_remote_ref_in_an_isolated_tools_schema_is_refused_unfetched",
+        ),
+        "arguments nested deeper than a recursive schema allows": (
+            f"{HOST}::test_arguments_nested_deeper_than_a_recursive_schema_allows_are_refused_unchecked",
+            f"{SCHEMAS}::test_the_allowed_depth_shrinks_with_a_schemas_references",
+        ),
         "import error, exception at import, missing attribute, wrong object type in an entry "
         "point": (
             f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
@@ -212,6 +234,7 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
             f"{ADV_CLI}::test_the_demo_and_the_playground_show_load_warnings_visibly",
         ),
         "a canary in artifacts, labels, column names, exception text": (
+            f"{ERROR_TEXT}::test_no_exception_text_or_type_name_reaches_a_provider",
             f"{OPENAI}::test_a_tool_round_on_the_wire",
             f"{ANTHROPIC}::test_a_tool_round_on_the_wire",
             f"{LOOP}::test_tool_content_reaches_the_next_request_and_artifacts_do_not",

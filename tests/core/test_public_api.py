@@ -56,7 +56,7 @@ HEAVY = [
     "uvicorn",
     "sqlalchemy",
     "jsonschema",
-    "fastjsonschema",
+    "jsonschema_rs",
     "rich",
     "orjson",
     "sqlite3",
@@ -82,7 +82,7 @@ def test_cli_help_does_not_import_heavy_libraries() -> None:
         "from nr_llm_core.cli import main\n"
         "result = CliRunner().invoke(main, ['--help'])\n"
         "assert result.exit_code == 0, result.output\n"
-        "heavy = ['httpx', 'starlette', 'uvicorn', 'sqlalchemy', 'fastjsonschema',\n"
+        "heavy = ['httpx', 'starlette', 'uvicorn', 'sqlalchemy', 'jsonschema_rs',\n"
         "         'importlib_metadata']\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )

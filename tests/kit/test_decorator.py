@@ -10,6 +10,7 @@ import pytest
 
 from nr_llm_core import Artifact, DataClass, ToolContext, ToolHost, ToolResult, tool
 from nr_llm_core.decorator import FunctionTool
+from nr_llm_core.failures import InvalidArguments
 
 
 class Color(enum.Enum):
@@ -64,6 +65,13 @@ def run(t: FunctionTool[Any, Any], arguments: Any) -> ToolResult:
     result = t.execute(arguments, None)
     assert isinstance(result, ToolResult)
     return result
+
+
+def refusal(t: FunctionTool[Any, Any], arguments: Any) -> str:
+    """The host-worded reason ``execute`` gives for arguments it cannot structure."""
+    with pytest.raises(InvalidArguments) as raised:
+        t.execute(arguments, None)
+    return str(raised.value)
 
 
 def test_spec_from_signature_and_google_docstring() -> None:
@@ -190,22 +198,34 @@ def test_absent_arguments_take_the_function_defaults() -> None:
         ({"text": "t", "ratio": True}, "expected finite number, got boolean @ $.ratio"),
         ({"text": "t", "tags": "abc"}, "expected array, got string @ $.tags"),
         ({"text": "t", "tags": ["a", 2]}, "expected string, got integer @ $.tags[1]"),
-        ({"text": "t", "counts": {"k": "1"}}, "expected integer, got string @ $.counts['k']"),
-        ({"text": "t", "mode": "c"}, "expected one of ['a', 'b'] @ $.mode"),
-        ({"text": "t", "color": "RED"}, "expected one of ['red', 'blue'] @ $.color"),
-        ({"text": "t", "level": True}, "expected one of [1, 2] @ $.level"),
+        ({"text": "t", "counts": {"k": "1"}}, "expected integer, got string @ $.counts.k"),
+        (
+            {"text": "t", "counts": {"a key": "1"}},
+            'expected integer, got string @ $.counts["a key"]',
+        ),
+        ({"text": "t", "mode": "c"}, "not one of the allowed values @ $.mode"),
+        ({"text": "t", "color": "RED"}, "not one of the allowed values @ $.color"),
+        ({"text": "t", "level": True}, "not one of the allowed values @ $.level"),
         ({"text": "t", "point": {"x": "1"}}, "expected integer, got string @ $.point.x"),
-        ({"text": "t", "point": {}}, "required field missing @ $.point.x"),
-        ({"text": "t", "point": {"x": 1, "z": 0}}, "extra fields found (z) @ $.point"),
-        ({"text": "t", "extra": 1}, "extra fields found (extra) @ $"),
-        ({}, "required field missing @ $.text"),
+        ({"text": "t", "point": {}}, "missing required property @ $.point.x"),
+        ({"text": "t", "point": {"x": 1, "z": 0}}, "unexpected property @ $.point.z"),
+        ({"text": "t", "extra": 1}, "unexpected property @ $.extra"),
+        ({}, "missing required property @ $.text"),
         ([], "expected object, got array @ $"),
     ],
 )
 def test_strict_converter_refuses_coercions_with_path_reasons(arguments: Any, reason: str) -> None:
-    result = run(sink, arguments)
-    assert result.is_error
-    assert result.content == f'Error: invalid arguments for tool "kitchen-sink": {reason}'
+    assert refusal(sink, arguments) == reason
+
+
+def test_the_seam_words_a_structuring_refusal_like_a_schema_refusal() -> None:
+    """Past the schema check (which would catch it first), ``execute``'s refusal reaches the
+    model as the same invalid-arguments text, built from the same vocabulary."""
+    host = ToolHost()
+    host.register(sink)
+    direct = refusal(sink, {"text": "t", "count": "1"})
+    through = host.invoke("kitchen-sink", {"text": "t", "count": "1"})
+    assert through.content == f'Error: invalid arguments for tool "kitchen-sink": {direct}'
 
 
 def test_integral_float_is_an_int_as_in_json_schema() -> None:
@@ -219,8 +239,8 @@ def test_literal_does_not_accept_equal_values_of_another_type() -> None:
         return repr(n)
 
     assert run(pick, {"n": 1}).content == "1"
-    assert run(pick, {"n": True}).is_error
-    assert run(pick, {"n": 1.0}).is_error
+    assert refusal(pick, {"n": True}) == "not one of the allowed values @ $.n"
+    assert refusal(pick, {"n": 1.0}) == "not one of the allowed values @ $.n"
 
 
 def test_through_the_seam_mismatch_is_an_error_result_and_the_function_is_not_called() -> None:

@@ -383,7 +383,7 @@ def test_arguments_that_are_not_plain_json_are_answered_not_run() -> None:
     odd = Completion(tool_calls=(ToolCall(id="m", name="mutate", arguments={"x": {1, 2}}),))
     result = ToolLoop(ScriptedProvider([odd, "done"]), make_host(mutator)).run("go")
     assert result.invocations[0].result.content == (
-        'Error: invalid arguments for tool "mutate": not plain JSON'
+        'Error: invalid arguments for tool "mutate": not plain JSON @ $'
     )
     assert mutator.calls == 0
     assert result.termination_reason is TerminationReason.COMPLETED

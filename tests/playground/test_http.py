@@ -181,6 +181,9 @@ def test_invoke_reports_tool_errors_as_results(client: httpx.Client) -> None:
     assert unknown["is_error"] and unknown["content"] == 'Error: unknown tool "nope"'
     bad = client.post("/api/tools/echo/invoke", json={"arguments": {"text": 5}}).json()
     assert bad["is_error"] and bad["content"].startswith('Error: invalid arguments for tool "echo"')
+    # The record the store would keep names the kind of host-made error (ADR 0008).
+    assert bad["persisted"]["tool_error_kind"] == "invalid_arguments"
+    assert unknown["persisted"]["tool_error_kind"] == "unknown_tool"
 
 
 def test_invoking_a_tool_that_requires_approval_needs_the_approval(client: httpx.Client) -> None:
