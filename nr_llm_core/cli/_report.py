@@ -6,7 +6,7 @@ import click
 
 from nr_llm_core.cli._output import visible
 from nr_llm_core.encoding import encode_json_str
-from nr_llm_core.loop import ToolLoopResult
+from nr_llm_core.loop import TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
 
 __all__ = ["report"]
@@ -41,8 +41,9 @@ def _step_line(step: RunStep) -> str | None:
     return None  # request steps repeat the conversation; not shown
 
 
-def report(result: ToolLoopResult) -> None:
-    """Print a run's answer, its compact trace, and what it waits for."""
+def report(result: ToolLoopResult, *, max_tokens: int | None = None) -> None:
+    """Print a run's answer, its compact trace, and what it waits for; ``max_tokens`` is the
+    answer's limit the run had (``--max-tokens``), named when an answer was cut there."""
     if result.content:
         click.echo(visible(result.content))
     click.echo("")
@@ -59,6 +60,9 @@ def report(result: ToolLoopResult) -> None:
     if result.truncated:
         summary += "; truncated at the round cap"
     click.echo(summary)
+    if result.termination_reason is TerminationReason.MAX_TOKENS:
+        limit = "--max-tokens" if max_tokens is None else f"--max-tokens {max_tokens}"
+        click.echo(f"the answer was cut at the token limit ({limit}): raise it for a whole answer")
     if result.error:
         click.echo(f"error: {visible(result.error)}", err=True)
     state = result.suspended

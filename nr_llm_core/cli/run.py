@@ -45,6 +45,8 @@ def run(
     base_url: str | None,
     proxy: str | None,
     ca_bundle: str | None,
+    max_tokens: int,
+    timeout: float,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -67,6 +69,8 @@ def run(
         script=script,
         proxy=proxy,
         ca_bundle=ca_bundle,
+        max_tokens=max_tokens,
+        timeout=timeout,
     )
     allowed: Any = None
     if tools is not None:
@@ -82,6 +86,6 @@ def run(
     finally:
         if store is not None:
             store.close()
-    report(result)
+    report(result, max_tokens=max_tokens)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)

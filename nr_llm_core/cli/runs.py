@@ -121,6 +121,7 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
                 f"run {visible(run_id, keep_newlines=False)!r} is not waiting for approval"
             )
         state = SuspendedRunState.from_dict(data)
+        max_tokens = options.get("max_tokens")
         provider = make_provider(options.pop("provider"), **options)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
@@ -131,7 +132,7 @@ def _decide(run_id: str, approve: bool, digest: str | None, db: Path | None, opt
                 result = loop.resume(run_id, approved=approve, digest=digest)
         except ApprovalError as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result)
+    report(result, max_tokens=max_tokens)
 
 
 def _decision_command(approve: bool) -> Callable[..., None]:

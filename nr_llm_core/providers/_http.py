@@ -1,8 +1,16 @@
-"""One JSON POST with retries, shared by the HTTP providers.
+"""One JSON POST with retries, shared by the HTTP providers, and the checks of their settings.
 
 httpx is imported here, on first use, so that ``import nr_llm_core`` stays free of it. The
 response body is read in chunks up to :data:`MAX_RESPONSE_BYTES`; anything larger is refused
-without reading the rest. Error messages are host words: no key, no URL, no response body.
+without reading the rest. Error messages are host words: no key, no response body; an error
+about the connection names the endpoint as :func:`shown_url` shows it
+(``scheme://host[:port]/path``, never credentials, a query or a fragment).
+
+What a request can do about a failure decides whether it is sent again: a connection that
+could not be opened, one that broke, 429 and 5xx are retried ``max_retries`` times; a request
+that timed out after the server received it is not (it would start the whole generation over,
+and time out again); a setting that cannot work (a base URL without ``http://``, a missing API
+key for a host that needs one) is refused when the provider is built, before any request.
 
 The client never reads its environment (``trust_env=False``): ``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY`` and ``~/.netrc`` are ignored, so a variable or file that something else set cannot
@@ -32,13 +40,16 @@ from urllib.parse import SplitResult, urlsplit
 
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
+    ConfigurationError,
     ProviderAuthError,
+    ProviderContextLengthError,
     ProviderError,
     ProviderRequestError,
     ProviderResponseError,
+    ProviderTimeoutError,
     ProviderUnavailableError,
 )
-from nr_llm_core.providers._parse import error_code
+from nr_llm_core.providers._parse import context_overflow, error_code
 
 if TYPE_CHECKING:
     import ssl
@@ -49,9 +60,12 @@ __all__ = [
     "MAX_RESPONSE_BYTES",
     "HttpProviderBase",
     "JsonPoster",
+    "check_api_key",
+    "check_base_url",
     "check_ca_bundle",
     "check_proxy_url",
     "shown_proxy",
+    "shown_url",
     "tls_context",
 ]
 
@@ -71,6 +85,13 @@ class _TooLarge(Exception):
 
 class _PastDeadline(Exception):
     pass
+
+
+class _BrokenAnswer(Exception):
+    """The connection broke after the answer's headers had arrived."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
 
 
 def _encode_request(payload: Any) -> bytes:
@@ -122,7 +143,12 @@ def _split_proxy(url: object) -> SplitResult:
             f"the proxy URL must be {_PROXY_FORM}, without a path, query or fragment "
             "(percent-encode '/', '?' and '#' in the credentials)"
         )
-    host_port = parts.netloc.rpartition("@")[2]
+    _check_host_port(parts.netloc.rpartition("@")[2], "proxy URL", ValueError)
+    return parts
+
+
+def _check_host_port(host_port: str, what: str, error: type[ValueError]) -> None:
+    """Raise ``error`` unless ``host_port`` is a host and an optional port from 1 to 65535."""
     if host_port.startswith("["):
         end = host_port.find("]") + 1
         host, rest = host_port[:end], host_port[end:]
@@ -131,10 +157,9 @@ def _split_proxy(url: object) -> SplitResult:
         rest = colon + port
     colon, port = rest[:1], rest[1:]
     if not _PROXY_HOST.fullmatch(host) or colon not in ("", ":"):
-        raise ValueError("the proxy URL must name a host (a DNS name, or an IP address)")
+        raise error(f"the {what} must name a host (a DNS name, or an IP address)")
     if colon and not (port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
-        raise ValueError("the proxy URL's port must be a number from 1 to 65535")
-    return parts
+        raise error(f"the {what}'s port must be a number from 1 to 65535")
 
 
 def check_proxy_url(url: str) -> str:
@@ -151,6 +176,76 @@ def shown_proxy(url: str) -> str:
     parts = _split_proxy(url)
     credentials = "***@" if "@" in parts.netloc else ""
     return f"{parts.scheme}://{credentials}{parts.netloc.rpartition('@')[2]}"
+
+
+_BASE_EXAMPLE: Final = "such as https://api.openai.com/v1 or http://localhost:8080/v1"
+
+
+def check_base_url(url: str) -> str:
+    """``url`` without a trailing ``/`` when it is an API root the HTTP providers can use:
+    ``http://`` or ``https://``, a host (a DNS name or an IP address), an optional port and
+    path, nothing else. Otherwise a :class:`~nr_llm_core.errors.ConfigurationError` (a
+    ``ValueError``) that says what to fix and never quotes the URL: credentials
+    (``user:password@``) and query strings, where keys hide, are refused, not shown."""
+    if not isinstance(url, str):
+        raise TypeError("the base URL must be a string")
+    if not url:
+        raise ConfigurationError(f"the base URL is empty: give the API root, {_BASE_EXAMPLE}")
+    if not url.isascii() or not url.isprintable() or " " in url:
+        raise ConfigurationError(
+            "the base URL must be printable ASCII without spaces (percent-encode other "
+            "characters in its path)"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigurationError(
+            f"the base URL is not a URL: give the API root, {_BASE_EXAMPLE}"
+        ) from None
+    # "localhost:8080" parses as scheme "localhost": only "http://…" and "https://…" count.
+    if parts.scheme.lower() not in ("http", "https") or url[len(parts.scheme) :][:3] != "://":
+        raise ConfigurationError(
+            f"the base URL must start with http:// or https://, {_BASE_EXAMPLE}"
+        )
+    if "@" in parts.netloc:
+        raise ConfigurationError(
+            "the base URL may not hold credentials (user:password@): pass the API key as "
+            "api_key or in its environment variable"
+        )
+    if parts.query or parts.fragment or url[-1] in "?#":
+        raise ConfigurationError(
+            "the base URL may not have a query (?…) or a fragment (#…): it is the API root, "
+            "to which the provider adds the endpoint's path"
+        )
+    _check_host_port(parts.netloc, "base URL", ConfigurationError)
+    return url.rstrip("/")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as errors show it: ``scheme://host[:port]/path``, without credentials, query
+    or fragment (the three places a key can hide in a URL)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the configured URL"
+    host_port = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host_port}{parts.path}"
+
+
+def check_api_key(key: str | None, env_var: str) -> str | None:
+    """``key`` when it can be sent in an HTTP header (printable ASCII, no space); ``None`` for
+    none (``None`` or ``""``). Otherwise a :class:`~nr_llm_core.errors.ConfigurationError`
+    naming ``env_var`` (the key's variable) and never the key."""
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str):
+        raise TypeError("the API key must be a string")
+    if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
+        raise ConfigurationError(
+            f"the API key (api_key or {env_var}) holds a space, a line break, a control or a "
+            "non-ASCII character, which an HTTP header cannot carry: set it to the key alone"
+        )
+    return key
 
 
 def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> str:
@@ -329,32 +424,55 @@ class JsonPoster:
             self._client = None
 
     def post(self, url: str, headers: Mapping[str, str], payload: Any) -> dict[str, Any]:
-        """POST ``payload`` and return the decoded object, retrying 429/5xx and transport
-        errors up to ``max_retries`` times."""
+        """POST ``payload`` and return the decoded object. 429/5xx answers, connections that
+        could not be opened and connections that broke are retried up to ``max_retries``
+        times; a request that timed out once the server had it is not (see the module)."""
         import httpx
 
         body = _encode_request(payload)
         client = self._http()
+        where = f"{self.what} at {shown_url(url)}"
+        via = " through the proxy" if self._proxy is not None else ""
         attempt = 0
         while True:
-            wait: float | None
+            wait: float | None = None
             status: int | None = None
+            tries = attempt + 1
+            counted = f"{tries} attempt{'s' if tries != 1 else ''}"
             try:
                 code, retry_after, data = self._once(client, url, headers, body)
-            except (httpx.TimeoutException, _PastDeadline):
-                problem = f"{self.what} did not answer in time"
-                wait = None
+            except (httpx.ReadTimeout, _PastDeadline):
+                # The server had the whole request and was working on it: sent again, it
+                # would start the whole generation over, and most likely time out again.
+                raise ProviderTimeoutError(
+                    f"{where} did not answer within {self.timeout:g} s ({counted}; a request "
+                    "that timed out is not sent again)"
+                ) from None
+            except httpx.TimeoutException as exc:  # connect, write, pool: no answer started
+                problem = f"could not reach {where}{via} in time ({type(exc).__name__})"
+            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL) as exc:
+                # The request itself cannot be made: every retry would fail the same way.
+                raise ProviderRequestError(
+                    f"the request to {where} could not be made ({type(exc).__name__})"
+                ) from None
+            except _BrokenAnswer as exc:
+                problem = f"the connection to {where} broke during the answer ({exc.kind})"
+            except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                problem = f"{where} closed the connection without answering ({type(exc).__name__})"
+            except httpx.WriteError as exc:
+                problem = (
+                    f"the connection to {where} broke while sending the request "
+                    f"({type(exc).__name__})"
+                )
             except httpx.TransportError as exc:
-                via = " through the proxy" if self._proxy is not None else ""
                 refused = _certificate_problem(exc)
                 if refused is not None:
                     # Not transient: every retry would be refused the same way.
                     raise ProviderUnavailableError(
-                        f"could not reach {self.what}{via}: the TLS certificate {refused} "
+                        f"could not reach {where}{via}: the TLS certificate {refused} "
                         "(SSLCertVerificationError)"
                     ) from None
-                problem = f"could not reach {self.what}{via} ({type(exc).__name__})"
-                wait = None
+                problem = f"could not reach {where}{via} ({type(exc).__name__})"
             except _TooLarge:
                 raise ProviderResponseError(
                     f"{self.what} sent a response larger than {MAX_RESPONSE_BYTES} bytes"
@@ -368,10 +486,7 @@ class JsonPoster:
                 problem = f"{self.what} answered HTTP {code}"
                 wait = retry_after
             if attempt >= self.max_retries:
-                tries = attempt + 1
-                raise ProviderUnavailableError(
-                    f"{problem} ({tries} attempt{'s' if tries != 1 else ''})", status=status
-                )
+                raise ProviderUnavailableError(f"{problem} ({counted})", status=status)
             delay = self._delay(attempt, wait)
             logger.warning("%s; retrying in %.2f s", problem, delay)
             _sleep(delay)
@@ -380,19 +495,27 @@ class JsonPoster:
     def _once(
         self, client: httpx.Client, url: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, float | None, bytes]:
+        import httpx
+
         # httpx's read timeout is per chunk: a server that trickles bytes would never trip
         # it, so the whole answer also has a deadline.
-        deadline = time.monotonic() + self.timeout * 2
+        deadline = time.monotonic() + self.timeout
         with client.stream("POST", url, headers=dict(headers), content=body) as response:
             chunks: list[bytes] = []
             size = 0
-            for chunk in response.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise _PastDeadline
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise _TooLarge
-                chunks.append(chunk)
+            try:
+                for chunk in response.iter_bytes():
+                    if time.monotonic() > deadline:
+                        raise _PastDeadline
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise _TooLarge
+                    chunks.append(chunk)
+            except httpx.TimeoutException:
+                raise
+            except httpx.TransportError as exc:
+                # The server had begun to answer: this is not "could not reach".
+                raise _BrokenAnswer(type(exc).__name__) from None
             return (
                 response.status_code,
                 _retry_after(response.headers.get("retry-after")),
@@ -421,7 +544,12 @@ class JsonPoster:
         return value
 
     def _http_error(self, status: int, data: bytes) -> ProviderError:
-        code = _error_code(data)
+        error = _error_object(data)
+        code = (
+            None
+            if error is None
+            else error_code(error.get("code")) or error_code(error.get("type"))
+        )
         detail = f" ({code})" if code else ""
         if status in (401, 403):
             return ProviderAuthError(
@@ -434,22 +562,29 @@ class JsonPoster:
                 "authentication required)",
                 status=status,
             )
-        return ProviderRequestError(
-            f"{self.what} refused the request: HTTP {status}{detail}", status=status
-        )
+        refused = f"{self.what} refused the request: HTTP {status}{detail}"
+        overflow = context_overflow(error)
+        if overflow is not None:
+            # The server's numbers (integers only) say what to shorten or enlarge.
+            return ProviderContextLengthError(
+                f"{refused}: {overflow.describe()}",
+                status=status,
+                prompt_tokens=overflow.prompt_tokens,
+                context_tokens=overflow.context_tokens,
+                completion_tokens=overflow.completion_tokens,
+            )
+        return ProviderRequestError(refused, status=status)
 
 
-def _error_code(data: bytes) -> str | None:
-    """The error's ``code`` or ``type`` when the body is a JSON error object (OpenAI and
-    Anthropic both nest it under ``error``); never the message."""
+def _error_object(data: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of a JSON error body (OpenAI, llama.cpp and Anthropic all nest it
+    under ``error``), or ``None``. Only codes and integers are ever read from it."""
     try:
         value = decode_json(data[:65536])
     except (ValueError, RecursionError):
         return None
     err = value.get("error") if type(value) is dict else None
-    if type(err) is not dict:
-        return None
-    return error_code(err.get("code")) or error_code(err.get("type"))
+    return err if type(err) is dict else None
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -469,11 +604,21 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class HttpProviderBase:
-    """What the HTTP providers share: a key and proxy credentials that never show, the one
-    way to build the poster (proxy and CA bundle), a pool to close, ``with``."""
+    """What the HTTP providers share: the checks of their settings when they are built (base
+    URL, API key, answer limit, deadline), a key and proxy credentials that never show, the one
+    way to build the poster (proxy and CA bundle), a pool to close, ``with``.
 
+    ``key_required_hosts`` are the hosts that refuse every request without a key (the
+    vendor's own API): with one of them and no key, building the provider is a
+    :class:`~nr_llm_core.errors.ConfigurationError` that names ``key_env``; any other host (a
+    local Ollama or llama.cpp server) may be used without a key.
+    """
+
+    #: The hosts that need an API key (each adapter names its vendor's).
+    key_required_hosts: frozenset[str] = frozenset()
     base_url: str
     model: str
+    max_tokens: int
     _api_key: str | None
     _poster: JsonPoster
 
@@ -481,15 +626,35 @@ class HttpProviderBase:
         self,
         what: str,
         *,
+        base_url: str,
+        api_key: str | None,
+        key_env: str,
+        max_tokens: int,
         timeout: float,
         max_retries: int,
         max_retry_after: float,
         proxy: str | None,
         ca_bundle: str | os.PathLike[str] | None,
     ) -> None:
+        self.base_url = check_base_url(base_url)
+        # The one place an adapter's key is read: the argument, else its variable.
+        self._api_key = check_api_key(
+            api_key if api_key is not None else os.environ.get(key_env), key_env
+        )
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        if self._api_key is None and host in self.key_required_hosts:
+            # Refused here rather than by a 401 after the first request.
+            raise ConfigurationError(
+                f"no API key: set {key_env} (or pass api_key); {host} refuses requests without one"
+            )
+        if type(max_tokens) is not int or max_tokens < 1:
+            raise ConfigurationError("max_tokens must be a whole number of at least 1")
+        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
+            raise ConfigurationError("timeout must be a number of seconds greater than 0")
+        self.max_tokens = max_tokens
         self._poster = JsonPoster(
             what=what,
-            timeout=timeout,
+            timeout=float(timeout),
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             proxy=proxy,
@@ -502,6 +667,11 @@ class HttpProviderBase:
                 "API key included",
                 what,
             )
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one request may take (see :class:`JsonPoster`)."""
+        return self._poster.timeout
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
