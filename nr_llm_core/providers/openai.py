@@ -122,6 +122,9 @@ class OpenAIChatProvider(HttpProviderBase):
     (closes the connection pool).
     """
 
+    #: OpenAI's own API refuses every request without a key.
+    key_required_hosts = frozenset({OPENAI_HOST})
+
     def __init__(
         self,
         base_url: str,
@@ -168,9 +171,6 @@ class OpenAIChatProvider(HttpProviderBase):
         self.max_tokens_field = max_tokens_field or (
             "max_completion_tokens" if official else "max_tokens"
         )
-
-    #: OpenAI's own API refuses every request without a key.
-    key_required_hosts = frozenset({OPENAI_HOST})
 
     def request_body(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]

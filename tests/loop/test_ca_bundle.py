@@ -17,7 +17,7 @@ import pytest
 
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
 from nr_llm_core.loop import TerminationReason
-from nr_llm_core.providers import _http
+from nr_llm_core.providers import _http, _settings
 from nr_llm_core.providers._http import HttpProviderBase, check_ca_bundle, tls_context
 
 from ._pki import Pki
@@ -322,7 +322,7 @@ def test_an_unreadable_bundle_is_refused(
         def refused(*args: Any, **kwargs: Any) -> Any:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(_http, "open", refused, raising=False)
+        monkeypatch.setattr(_settings, "open", refused, raising=False)
     with pytest.raises(ValueError) as info:
         anthropic("https://api.example", ca_bundle=locked)
     assert str(info.value) == f"the CA bundle {str(locked)!r} cannot be read (permission denied)"
