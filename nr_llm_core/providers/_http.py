@@ -231,7 +231,9 @@ class JsonPoster:
                     f"{where} did not answer within {self.timeout:g} s ({counted}; a request "
                     "that timed out is not sent again)"
                 ) from None
-            except httpx.TimeoutException as exc:  # connect, write, pool: no answer started
+            except httpx.WriteTimeout as exc:  # the server never had the whole request
+                problem = f"{where} did not take the request in time ({type(exc).__name__})"
+            except httpx.TimeoutException as exc:  # connect, pool: nothing was sent
                 problem = f"could not reach {where}{via} in time ({type(exc).__name__})"
             except (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL) as exc:
                 # The request itself cannot be made: every retry would fail the same way.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import httpx
 import pytest
 
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
@@ -231,6 +232,53 @@ def test_a_server_that_closes_without_answering(sleeps: list[float]) -> None:
         "connection without answering (RemoteProtocolError) (1 attempt)"
     )
     assert len(server.requests) == 1
+
+
+EXC_TEXT = "CANARY-transport-text-9f1e"
+
+
+@pytest.mark.parametrize(
+    ("error", "said", "retried"),
+    [
+        (httpx.ConnectTimeout, "could not reach {where} in time (ConnectTimeout)", True),
+        (httpx.PoolTimeout, "could not reach {where} in time (PoolTimeout)", True),
+        (httpx.WriteTimeout, "{where} did not take the request in time (WriteTimeout)", True),
+        (
+            httpx.WriteError,
+            "the connection to {where} broke while sending the request (WriteError)",
+            True,
+        ),
+        (httpx.ReadError, "{where} closed the connection without answering (ReadError)", True),
+        (httpx.ReadTimeout, "{where} did not answer within 5 s", False),
+        (
+            httpx.LocalProtocolError,
+            "the request to {where} could not be made (LocalProtocolError)",
+            False,
+        ),
+    ],
+)
+def test_each_transport_failure_is_worded_and_retried_by_what_it_means(
+    error: type[Exception],
+    said: str,
+    retried: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeps: list[float],
+) -> None:
+    """What httpx raised decides the words and whether the request is sent again (a timeout
+    once the server had the request never is); the exception's own text never shows."""
+    attempts: list[int] = []
+
+    def failing(*args: Any) -> Any:
+        attempts.append(1)
+        raise error(EXC_TEXT)
+
+    provider = openai("http://127.0.0.1:9", max_retries=2)
+    monkeypatch.setattr(provider._poster, "_once", failing)
+    result = run(provider)
+    where = "the OpenAI-compatible provider at http://127.0.0.1:9/v1/chat/completions"
+    assert said.format(where=where) in (result.error or "")
+    assert len(attempts) == (3 if retried else 1)
+    assert EXC_TEXT not in (result.error or "")
 
 
 def test_the_shown_url_never_has_credentials_query_or_fragment() -> None:
