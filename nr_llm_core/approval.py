@@ -59,6 +59,9 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook(ChatMessage, lambda d, _: ChatMessage.from_dict(d))
     conv.register_unstructure_hook(ToolCall, lambda c: c.to_dict())
     conv.register_structure_hook(ToolCall, lambda d, _: ToolCall.from_dict(d))
+    # Usage.to_dict() leaves out cache counts that are 0: a state saved before they existed
+    # keeps its digest.
+    conv.register_unstructure_hook(Usage, lambda u: u.to_dict())
     return conv
 
 

@@ -38,7 +38,7 @@ from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
-from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
+from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
     ClaimingRecorder,
@@ -252,6 +252,8 @@ class ToolLoop:
             if isinstance(completion, str):
                 return self._finish(run, TerminationReason.FAILED, "", error=completion)
             text = completion.content
+            if completion.stop_reason == "length":
+                return self._cut(run, completion, answer_calls=bool(tools), at_cap=at_cap)
             if not tools or not completion.tool_calls:
                 # With nothing offered, tool calls the model makes anyway are not answered.
                 run.messages.append(ChatMessage.assistant(text))
@@ -398,6 +400,27 @@ class ToolLoop:
                 log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
         return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
 
+    def _cut(
+        self, run: _Run, completion: Completion, *, answer_calls: bool, at_cap: bool
+    ) -> ToolLoopResult:
+        """End a run whose answer was cut at the token limit. Its tool calls are not run: the
+        cut may have fallen inside their arguments, or before calls the model meant to make.
+        Each is answered, so the conversation stays one a provider accepts."""
+        text = completion.content
+        if answer_calls and completion.tool_calls:
+            run.messages.append(
+                ChatMessage.assistant_tool_calls(completion.tool_calls, text=text or None)
+            )
+            for call in completion.tool_calls:
+                run.messages.append(
+                    ChatMessage.tool_result(
+                        call.id, "Not run: the answer was cut at the token limit."
+                    )
+                )
+        else:
+            run.messages.append(ChatMessage.assistant(text))
+        return self._finish(run, TerminationReason.MAX_TOKENS, text, truncated=at_cap)
+
     def _finish(
         self,
         run: _Run,
@@ -508,6 +531,8 @@ def _valid_completion(value: object) -> bool:
         and type(value.tool_calls) is tuple
         and all(type(c) is ToolCall for c in value.tool_calls)
         and type(value.usage) is Usage
+        and type(value.stop_reason) is str
+        and value.stop_reason in STOP_REASONS
     )
 
 

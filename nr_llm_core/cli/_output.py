@@ -16,9 +16,10 @@ import re
 import shutil
 import sys
 import threading
+import time
 import unicodedata
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import click
 
@@ -162,30 +163,76 @@ class status:  # used as a statement: `with status("Preparing …"):`
     """Show ``message`` with a spinner on a terminal while the block runs, then ``done``.
 
     On anything but a terminal (a pipe, CI) it prints the message once and ``done`` after, so
-    logs stay readable.
+    logs stay readable. A log record written during the block (a provider's retry warning)
+    starts on a line of its own: on a terminal the spinner's line is wiped first and the
+    spinner goes on below the record; elsewhere the message's line is ended first and printed
+    whole again with ``done``.
     """
 
     _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    #: How long the spinner stays off after making room for a record, so that it cannot draw
+    #: between the wipe and the handler's write.
+    _QUIET = 0.25
 
     def __init__(self, message: str) -> None:
         self.message = message
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._tty = sys.stderr.isatty()
+        self._lock = threading.Lock()
+        self._open = False  # a line of ours without its newline is on stderr
+        self._broken = False  # off a terminal: that line was ended early for a record
+        self._quiet_until = 0.0
+        self._previous_factory: Any = None
+        self._factory: Any = None
 
     def _spin(self) -> None:
         for frame in itertools.cycle(self._FRAMES):
             if self._stop.wait(0.08):
                 return
-            sys.stderr.write(f"\r{frame} {self.message}")
+            with self._lock:
+                if time.monotonic() < self._quiet_until:
+                    continue
+                sys.stderr.write(f"\r{frame} {self.message}")
+                sys.stderr.flush()
+                self._open = True
+
+    def _make_room(self) -> None:
+        """Leave our unfinished line, so that the next write starts a line of its own."""
+        with self._lock:
+            if not self._open:
+                return
+            if self._tty:
+                sys.stderr.write("\r" + " " * (len(self.message) + 2) + "\r")
+                self._quiet_until = time.monotonic() + self._QUIET
+            else:
+                sys.stderr.write("\n")
+                self._broken = True
             sys.stderr.flush()
+            self._open = False
+
+    def _hook_logging(self) -> None:
+        # Records reach stderr through whatever handler is configured (the last-resort one,
+        # or the application's); the record factory is the one step every record passes
+        # before any handler writes it.
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            self._make_room()
+            return record
+
+        self._previous_factory, self._factory = previous, factory
+        logging.setLogRecordFactory(factory)
 
     def __enter__(self) -> status:
+        self._hook_logging()
         if self._tty:
             self._thread = threading.Thread(target=self._spin, daemon=True)
             self._thread.start()
         else:
             click.echo(f"{self.message} …", err=True, nl=False)
+            self._open = True
         return self
 
     def __exit__(self, kind: object, *rest: object) -> None:
@@ -193,5 +240,8 @@ class status:  # used as a statement: `with status("Preparing …"):`
         if self._thread is not None:
             self._thread.join()
             sys.stderr.write("\r")
+        if logging.getLogRecordFactory() is self._factory:
+            logging.setLogRecordFactory(self._previous_factory)
         word = "done" if kind is None else "failed"
-        click.echo(f"{self.message} … {word}" if self._tty else f" {word}", err=True)
+        whole = self._tty or self._broken
+        click.echo(f"{self.message} … {word}" if whole else f" {word}", err=True)

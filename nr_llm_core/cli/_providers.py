@@ -10,6 +10,7 @@ import click
 from click.core import ParameterSource
 
 from nr_llm_core.encoding import decode_json
+from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.providers import (
     DEMO_TURNS,
     AnthropicProvider,
@@ -18,7 +19,8 @@ from nr_llm_core.providers import (
     ScriptedProvider,
     TrustZone,
 )
-from nr_llm_core.providers._http import check_ca_bundle, check_proxy_url
+from nr_llm_core.providers._http import check_base_url, check_ca_bundle, check_proxy_url
+from nr_llm_core.providers.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT
 
 __all__ = [
     "CA_BUNDLE_ENV_VAR",
@@ -79,10 +81,15 @@ def make_provider(
     script: str | None = None,
     proxy: str | None = None,
     ca_bundle: str | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Provider:
     """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
-    turns) when ``name`` is ``None``. ``proxy`` and ``ca_bundle`` are for the HTTP providers
-    (the scripted one sends nothing); ``None`` or ``""``: no proxy, no extra CA."""
+    turns) when ``name`` is ``None``. ``proxy``, ``ca_bundle``, ``max_tokens`` (the answer's
+    limit) and ``timeout`` (one request's deadline) are for the HTTP providers (the scripted
+    one sends nothing); ``None`` or ``""``: no proxy, no extra CA. A base URL that cannot
+    work is a usage error naming where it came from; a missing API key for the vendor's own
+    API is an error naming the variable to set; both before any request."""
     proxy = proxy or None
     ca_bundle = ca_bundle or None
     if name in (None, "scripted"):
@@ -91,16 +98,33 @@ def make_provider(
     if script is not None:
         raise click.BadParameter("--script is for the scripted provider", param_hint="--script")
     zone = TrustZone(trust_zone) if trust_zone else TrustZone.EXTERNAL
+    if name not in _DEFAULT_MODELS:
+        raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
     chosen = model or _DEFAULT_MODELS[name]
+    hint = "'--base-url'"
     if name == "openai":
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAIChatProvider(url, chosen, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle)
-    if name == "anthropic":
+        if not base_url and os.environ.get("OPENAI_BASE_URL"):
+            base_url, hint = os.environ["OPENAI_BASE_URL"], "OPENAI_BASE_URL"
+        url = base_url or "https://api.openai.com/v1"
+    else:
         url = base_url or "https://api.anthropic.com"
-        return AnthropicProvider(
-            chosen, base_url=url, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle
-        )
-    raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
+    try:
+        check_base_url(url)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+    common: dict[str, Any] = {
+        "trust_zone": zone,
+        "proxy": proxy,
+        "ca_bundle": ca_bundle,
+        "max_tokens": max_tokens,
+        "timeout": timeout,
+    }
+    try:
+        if name == "openai":
+            return OpenAIChatProvider(url, chosen, **common)
+        return AnthropicProvider(chosen, base_url=url, **common)
+    except ConfigurationError as exc:  # the API key: its message names the variable to set
+        raise click.UsageError(str(exc)) from None
 
 
 def _env_option(
@@ -155,7 +179,7 @@ ca_bundle_option = _env_option(
 
 def provider_options(func: F) -> F:
     """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--ca-bundle``,
-    ``--trust-zone``, ``--script``."""
+    ``--max-tokens``, ``--timeout``, ``--trust-zone``, ``--script``."""
     for option in reversed(
         [
             click.option(
@@ -170,6 +194,24 @@ def provider_options(func: F) -> F:
             ),
             proxy_option,
             ca_bundle_option,
+            click.option(
+                "--max-tokens",
+                metavar="N",
+                type=click.IntRange(1),
+                default=DEFAULT_MAX_TOKENS,
+                show_default=True,
+                help="The most tokens one answer of an HTTP provider may have; an answer cut "
+                "there ends the run as max_tokens.",
+            ),
+            click.option(
+                "--timeout",
+                metavar="SECONDS",
+                type=click.FloatRange(0, min_open=True),
+                default=DEFAULT_TIMEOUT,
+                show_default=True,
+                help="Seconds one request to an HTTP provider may take, the whole answer "
+                "included; a request that times out is not sent again.",
+            ),
             click.option(
                 "--trust-zone",
                 type=click.Choice([z.value for z in TrustZone]),

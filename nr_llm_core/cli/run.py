@@ -51,6 +51,8 @@ def run(
     base_url: str | None,
     proxy: str | None,
     ca_bundle: str | None,
+    max_tokens: int,
+    timeout: float,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -76,6 +78,8 @@ def run(
         script=script,
         proxy=proxy,
         ca_bundle=ca_bundle,
+        max_tokens=max_tokens,
+        timeout=timeout,
     )
     allowed: Any = None
     if tools is not None:
@@ -88,6 +92,6 @@ def run(
         with status(f"Running the tool loop ({type(chosen).__name__})"):
             result = loop.run(prompt, allowed=allowed)
         level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
-    report(result, privacy_level=level)
+    report(result, privacy_level=level, max_tokens=max_tokens)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)

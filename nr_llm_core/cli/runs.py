@@ -196,6 +196,7 @@ def _decide(
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
+        max_tokens = options.get("max_tokens")
         provider = make_provider(options.pop("provider"), **options)
         close_provider(stack, provider)
         if isinstance(provider, ScriptedProvider):
@@ -211,7 +212,7 @@ def _decide(
                 )
         except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result, privacy_level=level)
+    report(result, privacy_level=level, max_tokens=max_tokens)
     if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
         raise SystemExit(1)
 
