@@ -246,6 +246,9 @@ PATHOLOGICAL = [
     "'https://' * 15000", "'a://u:p' * 15000", "'token=' * 20000", "'Bearer ' * 15000",
     "'a@b.' * 30000", "'-----BEGIN PRIVATE KEY-----' * 4000", "'x.' * 50000", "'a:' * 50000",
     "'AKIA' * 30000", "'xoxb-' * 25000", "'ghp_' * 30000", "'4' * 100000",
+    "'Cookie: a=' * 12000", "'Authorization: Token ' * 5000", "'PGPASSWORD=' * 10000",
+    "'-----BEGIN PGP PRIVATE KEY BLOCK-----' * 3000", "'password: \"' * 10000",
+    "'sig=' * 30000", "'AccountKey=' * 10000", "'<SecretAccessKey>' * 6000", "'a_' * 50000",
 ]  # fmt: skip
 
 
