@@ -180,8 +180,9 @@ def credential(m: re.Match[str]) -> str:
         return m.group()
     # Unquoted, or the first word of a longer quoted phrase ("at least %d"): a word, a
     # reference or a small number is text; a literal closed right after the value is a value.
+    # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
     quote = m.group("quote")
-    quoted = quote is not None and m.string.startswith(quote, m.end())
+    quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
     if m.group("name").lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN:
         return m.group()  # "signature: sha256": a signature is a MAC, never that short
     if not quoted and (_is_word(core) or _is_code_reference(core) or _SMALL_NUMBER.fullmatch(core)):

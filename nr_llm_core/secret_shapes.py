@@ -407,6 +407,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "Server=db;User ID=app;Password=⟦s3cret!⟧;",
             "X-Api-Key: ⟦0123abcd⟧",
             "client_secret: '⟦letmein⟧'",
+            "const password = `⟦hunter2⟧`;",
             "spring.datasource.password=⟦Tr0ub4dor⟧",
         ),
         negative=(
@@ -430,6 +431,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "# signature: \"(*, a='spam', b, c)\"",
             "`token=`/`api_key=`/`password:`-style values",
             'credentials = "***@" if netloc else ""',
+            "HTTP credentials: `Authorization` and `Cookie` headers",
             "signature: sha256",
         ),
     ),
