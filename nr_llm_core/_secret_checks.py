@@ -2,7 +2,7 @@
 
 A regex finds where a secret may be; the replacers here decide, on the match alone, whether it
 is one (``password: hunter2``) or ordinary text that has the same outline (``token: str``, a
-Luhn-valid order number). Every check reads only the match and a bounded window before it, so
+Luhn-valid order number). Every check reads only the match and the character after it, so
 the catalogue stays linear in its input.
 """
 

@@ -152,6 +152,7 @@ _SENSITIVE_SUFFIXES: Final = (
     "apikey",
     "secretkey",
     "accesskey",
+    "accountkey",
     "privatekey",
     "credentials",
     "cookie",

@@ -123,7 +123,8 @@ def test_card_numbers_as_integers_are_masked() -> None:
     "key",
     ["password", "Password", "X-Api-Key", "x_api_key", "refreshToken", "client_secret",
      "Cookie", "set-cookie", "Authorization", "db_password", "githubToken", "stripe.secretKey",
-     "AWS_SECRET_ACCESS_KEY", "session-id", "private_key"],
+     "AWS_SECRET_ACCESS_KEY", "session-id", "private_key", "AccountKey", "PGPASSWORD",
+     "SessionToken"],
 )  # fmt: skip
 def test_sensitive_key_names(key: str) -> None:
     assert is_sensitive_key(key)
