@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nr_llm_core.redaction import (
     MAX_REDACTED_CHARS,
@@ -87,3 +89,28 @@ def test_idempotent_on_every_example() -> None:
     for _id, _shape, example in POSITIVES + NEGATIVES:
         once = mask_secrets(unmarked(example))
         assert mask_secrets(once) == once, example
+
+
+_noise = st.lists(
+    st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(
+            ["password: ", "token=", "Cookie: ", "Authorization: ", "-----BEGIN PRIVATE KEY-----",
+             "-----END PRIVATE KEY-----", '"', "'", "`", "=", ":", ";", "@", "://", " ", "4111"]
+        ),
+    ),
+    max_size=8,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([p[1:] for p in POSITIVES]), _noise, _noise)
+def test_a_secret_between_lines_of_noise_never_survives(
+    positive: tuple[SecretPattern, str], before: str, after: str
+) -> None:
+    """Whatever surrounds an example on other lines, its secrets are masked, idempotently."""
+    _shape, example = positive
+    out = mask_secrets(f"{before}\n{unmarked(example)}\n{after}")
+    for secret in secrets(example):
+        assert secret not in out
+    assert mask_secrets(out) == out
