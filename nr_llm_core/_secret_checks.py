@@ -126,6 +126,10 @@ _PLACEHOLDER: Final = re.compile(
 _PATH: Final = re.compile(r"/(?:bin|etc|home|opt|tmp|usr|var|Users|root|srv|mnt)(?:/[^\s]*)?")
 # The shortest signature masked (a truncated HMAC-SHA1 is 20 hex digits, an Azure SAS 44).
 _SIGNATURE_MIN: Final = 16
+# More spaces than this before the "=" or ":" is alignment: only a quoted value counts there.
+_ALIGNED: Final = 4
+# Language literals, after gitleaks' allowlist: "password = None" holds no password.
+_LITERALS: Final = frozenset({"None", "True", "False", "null", "true", "false", "nil", "undefined"})
 _SMALL_NUMBER: Final = re.compile(r"[0-9]{1,3}|0[xX][0-9a-fA-F]{1,16}")
 # A word shorter than this, unquoted, is prose or a type name; a longer run of letters is kept
 # masked because random tokens of that length are often letters only.
@@ -156,8 +160,23 @@ def _is_code_reference(value: str) -> bool:
 def _is_placeholder(value: str) -> bool:
     return (
         value.startswith(MASK_OPEN)
+        or value in _LITERALS
         or _PLACEHOLDER.fullmatch(value) is not None
         or _PATH.fullmatch(value) is not None
+        or (value.startswith("/") and value.count("/") > 1)  # /en/docs/page: a path, not a key
+    )
+
+
+def _literal_assignment(m: re.Match[str]) -> bool:
+    # NAME=value with no space, under an environment-variable or INI-style name (no lowercase
+    # letter, or a capital first: PGPASSWORD=, AUTO_SESSION_PASSWORD=, Password=): shell, .env
+    # and INI files have no variables without a "$", so even a word is the value itself.
+    name = m.group("name")
+    return (
+        m.string.startswith("=", m.start("before"))
+        and not m.group("before")
+        and not m.group("after")
+        and (name[0].isupper() or not any(c.islower() for c in name))
     )
 
 
@@ -183,6 +202,9 @@ def credential(m: re.Match[str]) -> str:
     # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
     quote = m.group("quote")
     quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
+    quoted = quoted or (quote is None and _literal_assignment(m))
+    if not quoted and len(m.group("before")) > _ALIGNED:
+        return m.group()  # an aligned table or grammar ("token          = 1*tchar")
     if m.group("name").lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN:
         return m.group()  # "signature: sha256": a signature is a MAC, never that short
     if not quoted and (_is_word(core) or _is_code_reference(core) or _SMALL_NUMBER.fullmatch(core)):

@@ -392,8 +392,11 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     ),
     SecretPattern(
         "credential-value",
-        rf"(?<![A-Za-z0-9_.-]){_CREDENTIAL_NAME}[\"']?[ \t]{{0,4}}(?::=|=>|[:=])[ \t]{{0,4}}"
-        r"(?P<quote>[\"'`])?(?P<secret>[^\s\"'`&,;#<>=][^\s\"'`&,;#<>]*)",
+        # In a query string (after ? or &) a value ends at & or #; elsewhere those are part of
+        # it ("password=Tr0ub4dor&3" must not leave "&3" behind).
+        rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[\"']?"
+        r"(?P<before>[ \t]{0,32})(?::=|=>|[:=])(?P<after>[ \t]{0,32})(?P<quote>[\"'`])?"
+        r"(?P<secret>[^\s\"'`&#,;<>=](?(query)[^\s\"'`&#,;<>]*|[^\s\"'`,;<>]*))",
         check.credential,
         source="detect-secrets KeywordDetector (names) with its heuristic filters; gitleaks "
         "generic-api-key and its allowlist; noseyparker np.generic.5",
@@ -402,13 +405,16 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "MYSQL_ROOT_PASSWORD=⟦example1⟧",
             '{"password": "⟦hunter⟧"}',
             "https://api.example.com/v1?token=⟦abc123⟧&page=2",
+            "/cb?state=x&access_token=⟦ya2.abc⟧#frag",
             "db:\n  password: ⟦c0rrect-h0rse⟧\n",
             "host=db user=app password=⟦s3cret⟧ dbname=shop",
             "Server=db;User ID=app;Password=⟦s3cret!⟧;",
             "X-Api-Key: ⟦0123abcd⟧",
             "client_secret: '⟦letmein⟧'",
             "const password = `⟦hunter2⟧`;",
-            "spring.datasource.password=⟦Tr0ub4dor⟧",
+            "spring.datasource.password=⟦Tr0ub4dor&3#x⟧",
+            "AUTO_SESSION_PASSWORD=⟦mypassword⟧",
+            ":password       => '⟦4ian1234⟧',",
         ),
         negative=(
             "def login(token: str) -> None:",
@@ -433,6 +439,10 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             'credentials = "***@" if netloc else ""',
             "HTTP credentials: `Authorization` and `Cookie` headers",
             "signature: sha256",
+            "DEFAULT_PASSWORD=None",
+            "token          = 1*tchar",
+            "password = password",
+            '"creating-a-strong-password": "/en/enterprise-server@3.0/auth"',
         ),
     ),
     SecretPattern(
