@@ -26,4 +26,3 @@ def test_the_report_states_the_number_of_pragma_lines_in_the_code() -> None:
     assert len(stated) == 1, "MUTATION.md must state the count once, as '... on N lines'"
     # The report says they are all in bounding.py and that the seam group uses none.
     assert _pragma_lines() == {"bounding.py": int(stated[0])}
-
