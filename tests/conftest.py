@@ -59,7 +59,7 @@ def pytest_terminal_summary(
 ) -> None:
     """The order and the Hypothesis profile of this run, even under ``-q`` (which hides the
     header pytest-randomly prints its seed in): a failure that depends on the order is
-    reproduced with ``pytest -p randomly --randomly-seed=N``."""
+    reproduced with ``pytest --randomly-seed=N``."""
     seed = config.getoption("randomly_seed", default=None)
     order = "in file order" if seed is None else f"--randomly-seed={seed}"
     profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
