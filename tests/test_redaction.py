@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nr_llm_core.redaction import (
@@ -221,21 +221,18 @@ _json = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
 @given(_texts)
 def test_property_text_idempotent(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(_texts, min_size=1, max_size=3).map(lambda parts: "x" * 1995 + "".join(parts)))
 def test_property_idempotent_across_the_cut(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
 
 
-@settings(max_examples=200, deadline=None)
 @given(_json)
 def test_property_value_idempotent(value: object) -> None:
     once = redact_value(value)

@@ -460,8 +460,8 @@ _cell_values = st.one_of(
 
 
 @settings(
+    # Every example writes a real SQLite table and runs the tool: 40 in every profile.
     max_examples=40,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(rows=st.lists(st.tuples(_cell_values, _cell_values, st.booleans()), max_size=25))
