@@ -34,10 +34,9 @@ __all__ = [
 
 #: One sentence on what a tool's data class decides (for listings and docs).
 DATA_CLASS_NOTE: Final = (
-    "A tool's data class says what its output may contain, and so which providers it is "
-    "offered to: external ones get public tools only, private-hosted ones public and "
-    "internal tools, local ones every tool; a tool that declares none counts as "
-    "secret-adjacent (local providers only)."
+    "A data class says what a tool's output may contain and so decides which providers it "
+    "is offered to: the external zone gets public tools only, private-hosted up to internal, "
+    "local every tool; a tool that declares none counts as secret-adjacent (local only)."
 )
 
 # Zones from the most trusted to the least, the order every listing uses.
