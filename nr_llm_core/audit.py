@@ -614,6 +614,29 @@ class AgentRunPersister:
             for r in rows
         ]
 
+    def steps_of(
+        self, run_ids: Collection[str], *, kind: str, first: bool = False
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The stored ``kind`` steps of each of ``run_ids``, decoded, in sequence order, in
+        one query (for a listing: the prompt a run's first request kept, a failed run's
+        error); ``first``: only a run's first step, when it is of that kind. A run without
+        one is left out."""
+        ids = list(dict.fromkeys(run_ids))
+        found: dict[str, list[dict[str, Any]]] = {}
+        # Chunks stay under SQLite's limit on bound parameters.
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            where = " AND seq = 1" if first else ""
+            rows = self._read(
+                f"SELECT run_id, payload FROM events WHERE kind = ?{where} "  # noqa: S608  # only fixed text and placeholders are joined
+                f"AND run_id IN ({marks}) ORDER BY run_id, seq",
+                (kind, *chunk),
+            )
+            for run_id, payload in rows:
+                found.setdefault(str(run_id), []).append(decode_json(payload))
+        return found
+
     def purge(self, older_than_days: float) -> int:
         """Delete every run started more than ``older_than_days`` ago, with its steps.
 

@@ -452,6 +452,12 @@ class ToolLoop:
         if self.persister is None:
             return uuid.uuid4().hex
         meta: dict[str, Any] = {"provider": type(self.provider).__name__}
+        try:
+            model = getattr(self.provider, "model", None)
+        except Exception:  # a property that raises names no model
+            model = None
+        if type(model) is str:  # the model name the operator configured (host metadata)
+            meta["model"] = model[:200]
         if self.privacy is not None:  # a level nobody named asks for nothing
             meta["privacy"] = self.privacy.value
         try:

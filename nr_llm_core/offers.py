@@ -127,9 +127,9 @@ def _data_class_decision(spec: ToolSpec, zone: TrustZone) -> OfferDecision:
                 f"{zone.value} zone are offered {_zone_ceiling(zone)}"
             ),
             fix=(
-                'declare its data class in its ToolSpec or @tool: data_class="public" if its '
-                'output may go to any provider, else "internal" or "secret-adjacent" '
-                "(or run it with a provider you trust on this machine: --trust-zone local)"
+                'declare data_class="public" in its ToolSpec or @tool if its output may go to '
+                'any provider (else "internal" or "secret-adjacent"), or use a provider on '
+                "this machine (--trust-zone local)"
             ),
         )
     ceiling = zone.ceiling.value
