@@ -13,6 +13,8 @@ import httpx
 import pytest
 
 from nr_llm_core.playground import PlaygroundServer
+from nr_llm_core.playground._tools import provider_zones
+from nr_llm_core.providers import TrustZone
 
 from ..loop._wire import Reply, WireServer
 from ._offers import MODEL, PROMPT, start
@@ -116,3 +118,26 @@ def test_metadata_keeps_no_prompt_byte_in_the_listing(api: httpx.Client) -> None
     (row,) = [r for r in api.get("/api/runs").json()["runs"] if r["id"] == run["run_id"]]
     assert "PROMPT-CANARY" not in json.dumps(row)
     assert row["prompt"] is None
+
+
+def test_a_provider_that_cannot_be_built_counts_as_external() -> None:
+    """Its runs fail at the start anyway; no tool is shown as offered to it that a stricter
+    zone would refuse. A provider built to read its zone is closed again."""
+    closed: list[str] = []
+
+    class Closing:
+        trust_zone = "private-hosted"
+
+        def close(self) -> None:
+            closed.append("closed")
+
+    def broken() -> object:
+        raise RuntimeError("no key")
+
+    zones = provider_zones({"broken": broken, "closing": Closing, "nozone": object})
+    assert zones == {
+        "broken": TrustZone.EXTERNAL,
+        "closing": TrustZone.PRIVATE_HOSTED,
+        "nozone": TrustZone.EXTERNAL,
+    }
+    assert closed == ["closed"]
