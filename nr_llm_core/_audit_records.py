@@ -15,6 +15,9 @@ from nr_llm_core.results import Artifact, ToolResult
 
 __all__ = [
     "DISCARDED",
+    "MAX_CANDIDATES",
+    "MIN_RUN_ID_PREFIX",
+    "AmbiguousRunIdError",
     "AuditStoreError",
     "RunRecord",
     "RunSettledError",
@@ -30,6 +33,10 @@ __all__ = [
 
 #: The termination reason of a run that was discarded while it waited for approval.
 DISCARDED = "discarded"
+#: The shortest run id prefix that is looked up; a shorter string must be a whole id.
+MIN_RUN_ID_PREFIX = 4
+#: How many candidates an ambiguous run id prefix names.
+MAX_CANDIDATES = 5
 
 
 class AuditStoreError(NrLlmError):
@@ -37,7 +44,16 @@ class AuditStoreError(NrLlmError):
 
 
 class UnknownRunError(AuditStoreError):
-    """No run has this id."""
+    """No run has this id (or, for a prefix, no run's id starts with it)."""
+
+
+class AmbiguousRunIdError(AuditStoreError):
+    """A run id prefix that more than one run's id starts with; ``candidates`` holds some of
+    them (at most :data:`MAX_CANDIDATES`)."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
 
 
 class RunSettledError(AuditStoreError):
@@ -121,7 +137,7 @@ def resume_refusal(run_id: str, record: RunRecord | None) -> AuditStoreError | A
     """The error for resuming ``run_id`` when it cannot be claimed: unknown, taken by someone
     (who and when, from the claim recorded with the run), or not waiting at all."""
     if record is None:
-        return UnknownRunError(f"no run {run_id[:80]!r}")
+        return UnknownRunError(f"no such run {run_id[:80]!r}")
     who, when = record["claimed_by"], record["claimed_at"]
     if record["status"] == RunStatus.SUSPENDED:
         # Waiting, but on another turn than the one the caller saw: someone resumed it since.

@@ -15,7 +15,7 @@ import os
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import attrs
 import pluggy
@@ -360,6 +360,17 @@ class ToolHost:
         """Whether a registered tool is enabled under this host's switches."""
         tool = self._table.get(name)
         return tool is not None and tool.enabled
+
+    def switched_off_by(self, name: str) -> Literal["group", "disable", "default"] | None:
+        """Which switch keeps a registered tool off: its group is disabled (``group``), it is
+        disabled by name (``disable``), or it is off by default and nobody enabled it
+        (``default``); ``None`` when it is enabled or unknown."""
+        tool = self._table.get(name)
+        if tool is None or tool.enabled:
+            return None
+        if tool.spec.group in self._disable_groups:
+            return "group"
+        return "disable" if name in self._disable else "default"
 
     def is_isolated(self, name: str) -> bool:
         """Whether a registered tool runs in a worker process."""

@@ -37,6 +37,7 @@ from nr_llm_core.failures import (
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.offers import offered_specs
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
 from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
@@ -146,10 +147,9 @@ class ToolLoop:
 
     def offer(self, allowed: Collection[str] | None = None) -> tuple[ToolSpec, ...]:
         """The specs a run with ``allowed`` offers: enabled, allowed, and within the
-        provider's trust-zone ceiling (undeclared data class = secret-adjacent)."""
-        ceiling = zone_of(self.provider).ceiling.rank
-        specs = (self.host.spec(name) for name in self.host.permitted(allowed))
-        return tuple(s for s in specs if s.effective_data_class.rank <= ceiling)
+        provider's trust-zone ceiling (undeclared data class = secret-adjacent). Why each
+        other tool is not offered: :func:`~nr_llm_core.offers.offer_decisions`."""
+        return offered_specs(self.host, self.provider, allowed)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -475,6 +475,12 @@ class ToolLoop:
         if self.persister is None:
             return uuid.uuid4().hex
         meta: dict[str, Any] = {"provider": type(self.provider).__name__}
+        try:
+            model = getattr(self.provider, "model", None)
+        except Exception:  # a property that raises names no model
+            model = None
+        if type(model) is str:  # the model name the operator configured (host metadata)
+            meta["model"] = model[:200]
         if self.privacy is not None:  # a level nobody named asks for nothing
             meta["privacy"] = self.privacy.value
         try:

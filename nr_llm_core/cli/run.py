@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import status
+from nr_llm_core.audit import AgentRunPersister, AuditStoreError
+from nr_llm_core.cli._offers import not_offered_lines, nothing_offered_line
+from nr_llm_core.cli._output import status, visible
 from nr_llm_core.cli._pending import recorded_level
 from nr_llm_core.cli._providers import make_provider, provider_options
 from nr_llm_core.cli._report import report
@@ -22,7 +24,9 @@ from nr_llm_core.cli._session import (
 )
 from nr_llm_core.cli._store import db_option, open_store
 from nr_llm_core.loop import TerminationReason, ToolLoop
+from nr_llm_core.offers import offer_decisions
 from nr_llm_core.privacy import PrivacyLevel, effective_level
+from nr_llm_core.providers.base import zone_of
 
 __all__ = ["run"]
 
@@ -66,8 +70,10 @@ def run(
 ) -> None:
     """Run PROMPT through the tool loop and print the answer and a compact trace.
 
-    The run is recorded in the audit store at the privacy level; a run that waits for
-    approval is continued with ``nr-llm runs approve|deny RUN_ID``.
+    Before it runs, each tool the provider will not be offered is named on stderr with the
+    reason and the fix. The run is recorded in the audit store at the privacy level (the
+    last line says where, and at which level); a run that waits for approval is continued
+    with ``nr-llm runs approve|deny RUN_ID``.
     """
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
@@ -89,9 +95,38 @@ def run(
         store = None if no_record else stack.enter_context(open_store(db))
         host = stack.enter_context(open_host(config))
         loop = ToolLoop(chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store)
+        decisions = offer_decisions(host, chosen, allowed)
+        zone = zone_of(chosen)
+        for line in not_offered_lines(decisions, zone, named=allowed is not None):
+            click.echo(line, err=True)
         with status(f"Running the tool loop ({type(chosen).__name__})"):
             result = loop.run(prompt, allowed=allowed)
         level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
+        where = recorded_where(store, result.run_id, db)
     report(result, privacy_level=level, max_tokens=max_tokens)
+    if not any(d.offered for d in decisions):
+        click.echo(nothing_offered_line(decisions, zone))
+    click.echo(where)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)
+
+
+def recorded_where(store: AgentRunPersister | None, run_id: str, db: Path | None) -> str:
+    """The line that says where run ``run_id`` was recorded and at which privacy level (the
+    level the store applied, read back from it), with the command that shows it."""
+    run = visible(run_id, keep_newlines=False)
+    if store is None:
+        return f"run {run} was not recorded (--no-record)."
+    path = visible(str(store.path.resolve()), keep_newlines=False)
+    try:
+        record = store.get_run(run_id)
+    except AuditStoreError:
+        record = None
+    if record is None:
+        return f"run {run} could not be recorded in {path}."
+    level = visible(str(record["privacy_level"]), keep_newlines=False)
+    option = "" if db is None else f" --db {visible(str(db), keep_newlines=False)}"
+    return (
+        f"run {run} recorded in {path} at privacy level {level}; "
+        f"see it with: nr-llm runs show {run}{option}"
+    )

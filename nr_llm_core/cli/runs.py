@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.audit import AuditStoreError
+from nr_llm_core.audit import AgentRunPersister, AuditStoreError
 from nr_llm_core.cli._output import page, render_table, status, visible
 from nr_llm_core.cli._pending import (
     pending_json,
@@ -41,9 +41,21 @@ from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
 __all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
 
 
+def resolve_run_id(store: AgentRunPersister, given: str) -> str:
+    """The whole id of the run ``given`` names (a whole id or a unique prefix of at least
+    four characters, see :meth:`~nr_llm_core.audit.AgentRunPersister.resolve_run_id`); an
+    unknown or ambiguous one is a ``ClickException`` that says which."""
+    try:
+        return store.resolve_run_id(given)
+    except AuditStoreError as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+
+
 @click.group()
 def runs() -> None:
-    """Recorded agent runs and their steps, as the privacy level stored them."""
+    """Recorded agent runs and their steps, as the privacy level stored them.
+
+    Every RUN_ID may be shortened to a unique prefix of at least four characters."""
 
 
 @runs.command("list")
@@ -118,9 +130,10 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
         no_database(db)
         raise SystemExit(1)
     with store:
+        run_id = resolve_run_id(store, run_id)
         record = store.get_run(run_id)
-        if record is None:
-            raise click.ClickException(f"no run {visible(run_id, keep_newlines=False)!r}")
+        if record is None:  # purged since it was resolved
+            raise click.ClickException(f"no such run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
         lost: str | None = None
         try:
@@ -185,6 +198,7 @@ def _decide(
         raise SystemExit(1)
     with session() as stack:
         stack.enter_context(store)
+        run_id = resolve_run_id(store, run_id)
         try:
             data = store.load_suspended(run_id)
         except AuditStoreError as exc:
@@ -279,6 +293,7 @@ def discard_run(run_id: str, db: Path | None) -> None:
         no_database(db)
         raise SystemExit(1)
     with store:
+        run_id = resolve_run_id(store, run_id)
         try:
             store.discard(run_id, claimant=claimant("cli"))
         except (ApprovalError, AuditStoreError) as exc:

@@ -19,6 +19,7 @@ from starlette.routing import Route
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import MAX_ITERATIONS_CAP
+from nr_llm_core.offers import DATA_CLASS_NOTE
 from nr_llm_core.playground._guard import Receive, Scope, Send, TokenGuard
 from nr_llm_core.playground._runs import ProviderFactory, ResumeRefused, RunManager, RunRequest
 from nr_llm_core.playground._store import (
@@ -28,7 +29,8 @@ from nr_llm_core.playground._store import (
     level_for,
     resolve_level,
 )
-from nr_llm_core.playground._tools import grouped_tools, invoke_tool
+from nr_llm_core.playground._tools import grouped_tools, invoke_tool, provider_zones
+from nr_llm_core.providers.base import TrustZone
 
 __all__ = ["NDJSON", "PlaygroundApp", "create_app"]
 
@@ -180,12 +182,23 @@ def create_app(
             }
         )
 
+    zones: dict[str, TrustZone] = {}
+
     async def tools(request: Request) -> Response:
         errors = [
             {"distribution": e.distribution, "entry_point": e.entry_point, "reason": e.reason}
             for e in host.load_errors
         ]
-        return _json({"groups": grouped_tools(host), "load_errors": errors})
+        if not zones:  # once: a factory may read files (a CA bundle) or build a client
+            zones.update(await asyncio.to_thread(provider_zones, providers))
+        return _json(
+            {
+                "groups": grouped_tools(host, zones),
+                "load_errors": errors,
+                "providers": [{"name": n, "trust_zone": z.value} for n, z in zones.items()],
+                "data_class_note": DATA_CLASS_NOTE,
+            }
+        )
 
     async def invoke(request: Request) -> Response:
         try:
