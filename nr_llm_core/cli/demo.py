@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import click
 
-from nr_llm_core.cli._output import render_table, status, visible
+from nr_llm_core.cli._output import NO_ARTIFACTS, render_table, status, visible
 from nr_llm_core.cli._session import config_option, isolate_option
 from nr_llm_core.cli._store import db_option
 from nr_llm_core.encoding import decode_json
@@ -31,7 +31,7 @@ _MIN_SIDE_BY_SIDE: Final = 120
 
 def _artifact_lines(artifacts: list[dict[str, Any]]) -> list[str]:
     if not artifacts:
-        return ["(none)"]
+        return [NO_ARTIFACTS]
     lines: list[str] = []
     for artifact in artifacts:
         data = artifact["data"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import echo_visible, render_table, visible
+from nr_llm_core.cli._output import echo_visible, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -81,8 +81,8 @@ def _list_tools(host: ToolHost, as_json: bool) -> None:
             [
                 spec.name,
                 spec.description.split("\n", 1)[0],
-                host.distribution(spec.name) or "-",
-                spec.group or "-",
+                host.distribution(spec.name),
+                spec.group,
                 "yes" if host.is_enabled(spec.name) else "no",
             ]
             for spec in host.specs()
@@ -114,9 +114,11 @@ def show_tool(ctx: click.Context, name: str) -> None:
     echo_visible(spec.description)
     click.echo("")
     for key, value in spec.to_dict().items():
+        if key == "data_class" and value is None:
+            value = "undeclared"  # not nothing: the host treats it as the strictest class
         if key not in ("name", "description", "parameters"):
             # The group (and any later field) is the tool's own text.
-            click.echo(f"{key}: {visible(str(value), keep_newlines=False)}")
+            click.echo(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     click.echo("parameters:")
     echo_visible(json.dumps(spec.parameters, indent=2, ensure_ascii=False))
 
@@ -206,6 +208,7 @@ def doctor(isolate: tuple[str, ...], config_path: Path | None) -> None:
     click.echo(f"{len(host.load_errors)} load error(s):")
     for err in host.load_errors:
         echo_visible(
-            f"  - {err.entry_point or '?'} (distribution {err.distribution or '?'}): {err.reason}"
+            f"  - {or_nothing(err.entry_point)} (distribution {or_nothing(err.distribution)}): "
+            f"{err.reason}"
         )
     sys.exit(1)

@@ -4,7 +4,8 @@
 
 (() => {
   const TOKEN = document.querySelector('meta[name="nr-llm-token"]').content;
-  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts } = window.nrLlm;
+  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts, NOTHING } =
+    window.nrLlm;
 
   function showError(message) {
     const banner = document.getElementById("load-error");
@@ -93,8 +94,8 @@
       const box = el("div", "banner error", loadErrors.length + " tool(s) could not be loaded:");
       const items = el("ul");
       for (const e of loadErrors) {
-        items.appendChild(el("li", null, (e.entry_point || "?") + " (" +
-          (e.distribution || "?") + "): " + e.reason));
+        items.appendChild(el("li", null, (e.entry_point || NOTHING) + " (" +
+          (e.distribution || NOTHING) + "): " + e.reason));
       }
       box.appendChild(items);
       list.appendChild(box);
@@ -319,7 +320,7 @@
       case "context":
         setStatus("running", "Running " + (event.resumed ? "(resumed) " : "") + "· run " +
           event.run_id + " · " + event.provider + " · privacy " + event.privacy +
-          " · tools: " + (event.tools.join(", ") || "none"));
+          " · tools: " + (event.tools.join(", ") || NOTHING));
         break;
       case "step":
         addStep(event);
@@ -427,7 +428,7 @@
         open.addEventListener("click", () => showRun(run.id));
         const row = el("tr", null, el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)), el("td", null, run.status),
           el("td", null, open), el("td", null, String(run.steps)),
-          el("td", null, run.privacy_level), el("td", null, run.termination_reason || ""));
+          el("td", null, run.privacy_level), el("td", null, run.termination_reason || NOTHING));
         body.appendChild(row);
       }
       table.appendChild(body);
