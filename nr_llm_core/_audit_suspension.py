@@ -52,7 +52,7 @@ def claimant_text(value: str | None) -> str:
 
 
 def lost(run_id: str) -> str:
-    """The message of :class:`SuspendedStateError` for ``run_id``."""
+    """The message of :class:`~nr_llm_core._audit_records.SuspendedStateError` for ``run_id``."""
     return (
         f"the saved state of run {run_id[:80]!r} is missing or altered: it cannot be resumed; "
         "discard it"

@@ -1,7 +1,7 @@
 """Privacy levels and the filter every persisted step goes through.
 
-:class:`RunStepPrivacyFilter` turns a step dict (:meth:`RunStep.to_dict`) into the record the
-audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
+:class:`RunStepPrivacyFilter` turns a step dict (:meth:`~nr_llm_core.trace.RunStep.to_dict`)
+into the record the audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
 
 ``FULL``
     verbatim.
@@ -259,7 +259,8 @@ class RunStepPrivacyFilter:
         return f"RunStepPrivacyFilter({self.level.value!r})"
 
     def filter(self, step: Mapping[str, Any]) -> dict[str, Any]:
-        """The record to persist for ``step`` (a :meth:`RunStep.to_dict` value)."""
+        """The record to persist for ``step`` (a :meth:`~nr_llm_core.trace.RunStep.to_dict`
+        value)."""
         return self._filter(step)
 
     def filter_reason(self, reason: str | None) -> str | None:

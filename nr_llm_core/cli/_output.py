@@ -24,8 +24,11 @@ from typing import Any, Final
 import click
 
 __all__ = [
+    "NOTHING",
+    "NO_ARTIFACTS",
     "echo_visible",
     "log_visibly",
+    "or_nothing",
     "page",
     "render_table",
     "should_page",
@@ -33,6 +36,12 @@ __all__ = [
     "visible",
     "visible_json",
 ]
+
+#: The one label for an absent value (``None``, an empty string) wherever a value is shown: a
+#: table cell, a ``key: value`` line. The playground's render.js defines the same.
+NOTHING: Final = "-"
+#: The one sentence for a result without artifacts, in the terminal and the playground.
+NO_ARTIFACTS: Final = "No artifacts."
 
 # C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
 # line/paragraph separators, and lone surrogates.
@@ -136,13 +145,20 @@ def echo_visible(text: str, **kwargs: bool) -> None:
     click.echo(visible(text), **kwargs)  # type: ignore[arg-type]  # only click's own flags
 
 
+def or_nothing(value: object) -> str:
+    """``value`` as text, or :data:`NOTHING` when it is ``None`` or empty (not yet made
+    visible)."""
+    return NOTHING if value is None or value == "" else str(value)
+
+
 def render_table(
-    columns: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: int = 40
+    columns: Sequence[str], rows: Sequence[Sequence[str | None]], *, max_width: int = 40
 ) -> str:
-    """A plain aligned text table; every cell made visible and cut at ``max_width``."""
+    """A plain aligned text table; every cell made visible and cut at ``max_width``; a cell
+    that is ``None`` or empty shows :data:`NOTHING`."""
 
     def cell(value: object) -> str:
-        text = visible(value if isinstance(value, str) else str(value), keep_newlines=False)
+        text = visible(or_nothing(value), keep_newlines=False)
         return text if len(text) <= max_width else text[: max_width - 1] + "…"
 
     header = [cell(c) for c in columns]

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import render_table, visible
+from nr_llm_core.cli._output import NOTHING, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -26,9 +26,9 @@ def config() -> None:
 
 def _shown(value: Any) -> str:
     if isinstance(value, frozenset):
-        return ", ".join(sorted(value)) or "-"
+        return or_nothing(", ".join(sorted(value)))
     if value is None:
-        return "-"
+        return NOTHING
     if isinstance(value, bool):
         return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError
-from nr_llm_core.cli._output import page, render_table, status, visible
+from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
 from nr_llm_core.cli._pending import (
     pending_json,
     pending_text,
@@ -81,7 +81,7 @@ def list_runs(db: Path | None, limit: int) -> None:
             str(r["iterations"]),
             f"{r['tokens_in']}/{r['tokens_out']}",
             r["privacy_level"],
-            r["termination_reason"] or "-",
+            r["termination_reason"],
         ]
         for r in records
     ]
@@ -156,7 +156,7 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
     lines = []
     for key in _RUN_FIELDS:
         value = run[key]
-        lines.append(f"{key}: {visible(str('-' if value is None else value), keep_newlines=False)}")
+        lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import echo_visible, render_table, visible
+from nr_llm_core.cli._output import echo_visible, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -101,8 +101,8 @@ def _list_tools(host: ToolHost, as_json: bool) -> None:
             [
                 spec.name,
                 _first_line(spec.description),
-                host.distribution(spec.name) or "-",
-                spec.group or "-",
+                host.distribution(spec.name),
+                spec.group,
                 "yes" if host.is_enabled(spec.name) else "no",
                 _data_class_cell(spec),
                 "yes" if host.is_isolated(spec.name) else "no",
@@ -151,7 +151,7 @@ def show_tool(ctx: click.Context, name: str) -> None:
             click.echo(f"data_class: {_data_class_cell(spec)}")
         elif key not in ("name", "description", "parameters"):
             # The group (and any later field) is the tool's own text.
-            click.echo(f"{key}: {visible(str(value), keep_newlines=False)}")
+            click.echo(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     click.echo(f"isolated: {'yes' if isolated else 'no'}")
     click.echo(f"offered to zones: {_zones_cell(spec)}")
     click.echo(_note())
@@ -244,6 +244,7 @@ def doctor(isolate: tuple[str, ...], config_path: Path | None) -> None:
     click.echo(f"{len(host.load_errors)} load error(s):")
     for err in host.load_errors:
         echo_visible(
-            f"  - {err.entry_point or '?'} (distribution {err.distribution or '?'}): {err.reason}"
+            f"  - {or_nothing(err.entry_point)} (distribution {or_nothing(err.distribution)}): "
+            f"{err.reason}"
         )
     sys.exit(1)

@@ -4,7 +4,8 @@
 
 (() => {
   const TOKEN = document.querySelector('meta[name="nr-llm-token"]').content;
-  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts } = window.nrLlm;
+  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts, NOTHING } =
+    window.nrLlm;
 
   function showError(message) {
     const banner = document.getElementById("load-error");
@@ -97,8 +98,8 @@
       const box = el("div", "banner error", loadErrors.length + " tool(s) could not be loaded:");
       const items = el("ul");
       for (const e of loadErrors) {
-        items.appendChild(el("li", null, (e.entry_point || "?") + " (" +
-          (e.distribution || "?") + "): " + e.reason));
+        items.appendChild(el("li", null, (e.entry_point || NOTHING) + " (" +
+          (e.distribution || NOTHING) + "): " + e.reason));
       }
       box.appendChild(items);
       list.appendChild(box);
@@ -342,7 +343,7 @@
       case "context":
         setStatus("running", "Running " + (event.resumed ? "(resumed) " : "") + "· run " +
           event.run_id + " · " + event.provider + " · privacy " + event.privacy +
-          " · tools: " + (event.tools.join(", ") || "none"));
+          " · tools: " + (event.tools.join(", ") || NOTHING));
         break;
       case "step":
         addStep(event);
@@ -469,12 +470,12 @@
         open.addEventListener("click", () => showRun(run.id));
         const failed = run.status === "failed";
         const status = el("span", failed ? "chip error" : "chip", run.status);
-        const reason = el("td", "reason", run.termination_reason || "");
+        const reason = el("td", "reason", run.termination_reason || NOTHING);
         if (failed && run.error) reason.appendChild(el("span", "error-text", ": " + run.error));
         const row = el("tr", failed ? "failed" : null,
           el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)),
           el("td", "run-state", status), el("td", null, open), promptCell(run),
-          el("td", "provider", run.provider || "-"), el("td", "model", run.model || "-"),
+          el("td", "provider", run.provider || NOTHING), el("td", "model", run.model || NOTHING),
           el("td", null, String(run.steps)), el("td", null, run.privacy_level), reason);
         row.dataset.status = run.status;
         row.dataset.run = run.id;
