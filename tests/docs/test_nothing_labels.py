@@ -87,12 +87,13 @@ def bare_host(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tools_list_and_show_label_what_a_tool_did_not_declare() -> None:
     listed = _cli("tools", "list")
     row = next(line for line in listed.splitlines() if line.startswith("bare"))
-    assert row.split()[-3:] == [NOTHING, NOTHING, "yes"]  # distribution, group, enabled
+    cells = re.split(r"\s{2,}", row)  # columns are separated by two spaces or more
+    assert cells[2:5] == [NOTHING, NOTHING, "yes"]  # distribution, group, enabled
     shown = _cli("tools", "show", "bare")
     fields = dict(line.split(": ", 1) for line in shown.splitlines() if ": " in line)
     assert fields["group"] == NOTHING
     # An undeclared data class is not nothing: the host treats it as the strictest.
-    assert fields["data_class"] == "undeclared"
+    assert fields["data_class"] == "undeclared → secret-adjacent"
     assert OTHER_LABELS.findall(listed + shown) == []
 
 
