@@ -9,8 +9,8 @@ import click
 
 from nr_llm_core.cli._output import status
 from nr_llm_core.cli._pending import recorded_level
-from nr_llm_core.cli._providers import make_provider, provider_options
-from nr_llm_core.cli._report import report
+from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
+from nr_llm_core.cli._report import outcome, report
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -51,8 +51,8 @@ def run(
     base_url: str | None,
     proxy: str | None,
     ca_bundle: str | None,
-    max_tokens: int,
-    timeout: float,
+    max_tokens: int | None,
+    timeout: float | None,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -72,6 +72,7 @@ def run(
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
         provider,
+        config=config,
         model=model,
         base_url=base_url,
         trust_zone=trust_zone,
@@ -81,6 +82,7 @@ def run(
         max_tokens=max_tokens,
         timeout=timeout,
     )
+    announce_provider(chosen)
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
@@ -89,9 +91,10 @@ def run(
         store = None if no_record else stack.enter_context(open_store(db))
         host = stack.enter_context(open_host(config))
         loop = ToolLoop(chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store)
-        with status(f"Running the tool loop ({type(chosen).__name__})"):
+        with status(f"Running the tool loop ({type(chosen).__name__})") as progress:
             result = loop.run(prompt, allowed=allowed)
+            progress.end(outcome(result))
         level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
-    report(result, privacy_level=level, max_tokens=max_tokens)
+    report(result, privacy_level=level, max_tokens=getattr(chosen, "max_tokens", max_tokens))
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)
