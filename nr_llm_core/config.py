@@ -533,6 +533,9 @@ def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[st
         if name in inner:
             raise ConfigurationError(f"{file}: [{section}] {name} must be a [{inner[name]}] table")
         key = known.get(name)
+        if key is None and type(value) is dict:
+            hint = _suggest(name, inner) or f" (the tables here are {', '.join(inner) or 'none'})"
+            raise ConfigurationError(f"{file}: unknown table [{section}.{name}]{hint}")
         if key is None:
             hint = _suggest(name, [*known, *inner])
             raise ConfigurationError(f"{file}: unknown key {name!r} in [{section}]{hint}")

@@ -267,8 +267,8 @@ def provider_options(func: F) -> F:
                 type=click.IntRange(1),
                 default=None,
                 help="The most tokens one answer of an HTTP provider may have; an answer cut "
-                f"there ends the run as max_tokens. [default: {DEFAULT_MAX_TOKENS}, or {_FROM_FILE} "
-                "max_tokens]",
+                f"there ends the run as max_tokens. [default: {DEFAULT_MAX_TOKENS}, or "
+                f"{_FROM_FILE} max_tokens]",
             ),
             click.option(
                 "--timeout",
