@@ -179,11 +179,14 @@ def _decide(
         isolate=options.pop("isolate"),
         tool_timeout=options.pop("tool_timeout"),
     )
+    # Built first: a missing key stops the command before anyone is asked to decide.
+    provider = make_provider(options.pop("provider"), config=config, **options)
     store = open_persister(db)
     if store is None:
         no_database(db)
         raise SystemExit(1)
     with session() as stack:
+        close_provider(stack, provider)
         stack.enter_context(store)
         try:
             data = store.load_suspended(run_id)
@@ -196,8 +199,6 @@ def _decide(
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
-        provider = make_provider(options.pop("provider"), config=config, **options)
-        close_provider(stack, provider)
         announce_provider(provider)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.

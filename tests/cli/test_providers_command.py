@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from nr_llm_core.keys import keys_path, store_key
 from tests.loop._wire import Reply, WireServer
 from tests.loop.test_openai_wire import text_reply
 
-from ._probe import write_user_config
+from ._probe import cli_env, run_nr_llm, write_probe_site, write_user_config
 
 KEY = "sk-proj-CANARY-listing-81b0"
 SCRIPTED_NOTE = "the scripted provider plays a fixed script"
@@ -230,3 +231,20 @@ def test_a_model_provider_has_no_such_note() -> None:
         out = CliRunner().invoke(main, [*args, "--no-record"])
     assert out.exit_code == 0, out.output
     assert SCRIPTED_NOTE not in out.output
+
+
+def test_a_missing_key_stops_a_decision_before_anyone_is_asked(tmp_path: Path) -> None:
+    """`runs approve --provider openai` without a key: refused before the pending calls are
+    shown or the run is claimed; the run still waits and can be approved once a key is set."""
+    env = cli_env(write_probe_site(tmp_path / "site"), NR_LLM_DB=str(tmp_path / "audit.db"))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "probe_gated", "arguments": {}}]}]))
+    ran = run_nr_llm("run", "hi", "--script", str(script), env=env)
+    match = re.search(r"nr-llm runs approve\|deny (\w+)", ran.out)
+    assert match, ran.out
+    refused = run_nr_llm("runs", "approve", match.group(1), "--provider", "openai", env=env)
+    assert refused.code == 2, refused.err
+    assert refused.err.startswith("Error: no API key: set OPENAI_API_KEY")
+    assert "probe_gated" not in refused.out  # the pending calls were not shown
+    shown = run_nr_llm("runs", "show", match.group(1), env=env)
+    assert "status: suspended" in shown.out, shown.out
