@@ -29,10 +29,32 @@ wrong type, is an error that names the file and the key)::
     disable = ["read_file"]        # loaded and listed, never run
     disable_groups = ["files"]     # no per-tool enable overrides these
 
+    [providers]
+    default = "openai"             # the provider without --provider (default: scripted)
+
+    [providers.scripted]
+    trust_zone = "local"           # local (the default), private-hosted or external
+
+    [providers.openai]             # any OpenAI-compatible server
+    model = "llama3.1"             # default: gpt-4o-mini
+    base_url = "http://localhost:11434/v1"  # default: https://api.openai.com/v1
+    trust_zone = "local"           # default: external
+    max_tokens = 4096              # the most tokens one answer may have
+    timeout = 60                   # seconds one request may take
+
+    [providers.anthropic]
+    model = "claude-3-5-sonnet-latest"
+    base_url = "https://api.anthropic.com"
+    trust_zone = "external"
+    max_tokens = 4096
+    timeout = 60
+
 Precedence, per setting: a flag, then the environment, then the file, then the default. The
 lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
-add a name to what the file isolates or blocks, never take one away. Later sections (a
-provider's settings, for example) are added to :data:`SCHEMA` the same way.
+add a name to what the file isolates or blocks, never take one away. A provider's flags
+(``--model``, ``--base-url``, …) apply to the provider chosen (:meth:`Config.provider`); its
+environment variable is ``OPENAI_BASE_URL`` for the OpenAI base URL. Later sections are added
+to :data:`SCHEMA` the same way.
 """
 
 from __future__ import annotations
@@ -55,14 +77,19 @@ from nr_llm_core.host import (
     ENV_ENABLE_TOOLS,
 )
 from nr_llm_core.isolation.policy import ENV_ISOLATE, IsolationPolicy
+from nr_llm_core.providers.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, TrustZone
 
 __all__ = [
     "CONFIG_ENV_VAR",
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_MODELS",
     "DEFAULT_TOOL_TIMEOUT",
+    "PROVIDER_NAMES",
     "SCHEMA",
     "TOOL_TIMEOUT_ENV_VAR",
     "Config",
     "Key",
+    "ProviderSettings",
     "Setting",
     "Source",
     "config_file_path",
@@ -80,7 +107,9 @@ _FILE_NAME: Final = "config.toml"
 # A configuration file is a few hundred bytes; a huge one is a mistake (or not a config file).
 _MAX_FILE_BYTES: Final = 1 << 20
 
-Kind = Literal["names", "flag", "seconds", "seconds_or_off", "limit"]
+Kind = Literal[
+    "names", "flag", "seconds", "seconds_or_off", "limit", "choice", "text", "url", "tokens"
+]
 
 
 @final
@@ -88,7 +117,9 @@ Kind = Literal["names", "flag", "seconds", "seconds_or_off", "limit"]
 class Key:
     """One setting: its section and name in the file, its type, default, flag and variable.
 
-    ``in_file=False`` for a setting only the command line and the environment give.
+    ``in_file=False`` for a setting only the command line and the environment give;
+    ``choices`` are the values a ``choice`` may take. A ``url`` is shown only as
+    ``scheme://host[:port]/path`` (it may hold credentials or a key in its query).
     """
 
     section: str
@@ -99,11 +130,91 @@ class Key:
     flag: str | None = None
     env: str | None = None
     in_file: bool = True
+    choices: tuple[str, ...] = ()
 
     @property
     def dotted(self) -> str:
         """``section.name``."""
         return f"{self.section}.{self.name}"
+
+
+# -- The model providers: [providers] and one table per provider (ADR 0022). ------------------
+
+#: The providers the command line can build, the default first.
+PROVIDER_NAMES: Final = ("scripted", "openai", "anthropic")
+#: The model of each HTTP provider when nothing names one.
+DEFAULT_MODELS: Final = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-sonnet-latest"}
+#: The API root of each HTTP provider when nothing names one: the vendor's own.
+DEFAULT_BASE_URLS: Final = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+_ZONES: Final = tuple(zone.value for zone in TrustZone)
+
+
+def _http_provider_keys(name: str, base_url_env: str | None) -> tuple[Key, ...]:
+    section = f"providers.{name}"
+    return (
+        Key(section, "model", "text", DEFAULT_MODELS[name], "the model", flag="--model"),
+        Key(
+            section,
+            "base_url",
+            "url",
+            DEFAULT_BASE_URLS[name],
+            "the API root requests go to",
+            flag="--base-url",
+            env=base_url_env,
+        ),
+        Key(
+            section,
+            "trust_zone",
+            "choice",
+            TrustZone.EXTERNAL.value,
+            "where the provider runs: limits the tools offered",
+            flag="--trust-zone",
+            choices=_ZONES,
+        ),
+        Key(
+            section,
+            "max_tokens",
+            "tokens",
+            DEFAULT_MAX_TOKENS,
+            "the most tokens one answer may have",
+            flag="--max-tokens",
+        ),
+        Key(
+            section,
+            "timeout",
+            "seconds",
+            DEFAULT_TIMEOUT,
+            "seconds one request may take",
+            flag="--timeout",
+        ),
+    )
+
+
+_PROVIDER_KEYS: Final[tuple[Key, ...]] = (
+    Key(
+        "providers",
+        "default",
+        "choice",
+        PROVIDER_NAMES[0],
+        "the provider commands use without --provider",
+        flag="--provider",
+        choices=PROVIDER_NAMES,
+    ),
+    Key(
+        "providers.scripted",
+        "trust_zone",
+        "choice",
+        TrustZone.LOCAL.value,
+        "the scripted provider's zone",
+        flag="--trust-zone",
+        choices=_ZONES,
+    ),
+    *_http_provider_keys("openai", "OPENAI_BASE_URL"),
+    *_http_provider_keys("anthropic", None),
+)
 
 
 #: Every setting nr-llm reads, in the order ``nr-llm config show`` lists them.
@@ -164,7 +275,9 @@ SCHEMA: Final[tuple[Key, ...]] = (
         "tool groups disabled",
         env=ENV_DISABLE_GROUPS,
     ),
+    *_PROVIDER_KEYS,
 )
+_KEYS: Final = {key.dotted: key for key in SCHEMA}
 _SECTIONS: Final = {
     section: {k.name: k for k in SCHEMA if k.section == section and k.in_file}
     for section in dict.fromkeys(k.section for k in SCHEMA)
@@ -195,6 +308,27 @@ class Setting:
 
 
 _DEFAULT: Final = Source("default", "default")
+
+
+@final
+@attrs.frozen
+class ProviderSettings:
+    """The settings of the provider a command uses: its ``name``, where that choice came from
+    (``chosen_by``), and each of its settings by short name (``model``, ``base_url``,
+    ``trust_zone``, ``max_tokens``, ``timeout``; the scripted provider has ``trust_zone``
+    only), each with its source."""
+
+    name: str
+    chosen_by: Source
+    settings: Mapping[str, Setting]
+
+    def __getitem__(self, name: str) -> Any:
+        """The value of the setting ``name`` (``"model"``)."""
+        return self.settings[name].value
+
+    def source(self, name: str) -> Source:
+        """Where the setting ``name`` came from."""
+        return self.settings[name].sources[0]
 
 
 def user_config_path() -> Path:
@@ -247,6 +381,42 @@ class Config:
             memory_bytes=memory * 1024 * 1024 if memory else None,
             cpu_seconds=cpu or None,
         ).with_names(self["isolation.names"])
+
+    def provider(self, name: str | None = None, **flags: Any) -> ProviderSettings:
+        """The settings of provider ``name`` (``None``: ``providers.default``) with the
+        command line's values over them: ``flags`` by short name (``model=``, ``base_url=``,
+        ``trust_zone=``, ``max_tokens=``, ``timeout=``; ``None``: not given).
+
+        Raises :class:`~nr_llm_core.errors.ConfigurationError` for an unknown provider, or a
+        flag the provider has no setting for (``--model`` with the scripted one).
+        """
+        chosen_by = Source("flag", "--provider")
+        if name is None:
+            name, chosen_by = self["providers.default"], self.sources("providers.default")[0]
+        if name not in PROVIDER_NAMES:
+            raise ConfigurationError(
+                f"unknown provider {name!r} (the providers are {', '.join(PROVIDER_NAMES)})"
+            )
+        prefix = f"providers.{name}."
+        settings = {
+            dotted.removeprefix(prefix): setting
+            for dotted, setting in self.settings.items()
+            if dotted.startswith(prefix)
+        }
+        for short, value in flags.items():
+            if value is None:
+                continue
+            setting = settings.get(short)
+            if setting is None:
+                flag = f"--{short.replace('_', '-')}"
+                raise ConfigurationError(
+                    f"{flag} is for the openai and anthropic providers, not {name} "
+                    "(it plays a fixed script)"
+                )
+            key = _KEYS[setting.key]
+            assert key.flag is not None
+            settings[short] = Setting(setting.key, value, (Source("flag", key.flag),))
+        return ProviderSettings(name=name, chosen_by=chosen_by, settings=settings)
 
     def host_options(self) -> dict[str, Any]:
         """Keyword arguments for :meth:`ToolHost.discover <nr_llm_core.ToolHost.discover>`::
@@ -335,25 +505,41 @@ def _read_toml(file: Path) -> dict[str, Any]:
 def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     """The file's values by dotted key, each checked; unknown sections and keys refused."""
     out: dict[str, Any] = {}
+    top = [name for name in _SECTIONS if "." not in name]
     for section, table in data.items():
         known = _SECTIONS.get(section)
         if known is None and type(table) is not dict:
-            sections = " or ".join(f"[{name}]" for name in _SECTIONS)
+            sections = " or ".join(f"[{name}]" for name in top)
             raise ConfigurationError(f"{file}: {section!r} is not in a section ({sections})")
         if known is None:
-            raise ConfigurationError(
-                f"{file}: unknown section {section!r}{_suggest(section, _SECTIONS)}"
-            )
+            # [openai] for [providers.openai]: a table of the right name in the wrong place.
+            nested = [name for name in _SECTIONS if name.endswith(f".{section}")]
+            hint = f" (did you mean [{nested[0]}]?)" if nested else _suggest(section, top)
+            raise ConfigurationError(f"{file}: unknown section {section!r}{hint}")
         if type(table) is not dict:
             raise ConfigurationError(f"{file}: {section!r} must be a [{section}] table")
-        for name, value in table.items():
-            key = known.get(name)
-            if key is None:
-                raise ConfigurationError(
-                    f"{file}: unknown key {name!r} in [{section}]{_suggest(name, known)}"
-                )
-            out[key.dotted] = _from_file(key, value, f"{file}: [{section}] {name}")
+        _check_section(file, section, table, out)
     return out
+
+
+def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[str, Any]) -> None:
+    known = _SECTIONS[section]
+    # Tables inside this one ([providers.openai] inside [providers]) are sections of their own.
+    inner = {name.rpartition(".")[2]: name for name in _SECTIONS if name.startswith(f"{section}.")}
+    for name, value in table.items():
+        if name in inner and type(value) is dict:
+            _check_section(file, inner[name], value, out)
+            continue
+        if name in inner:
+            raise ConfigurationError(f"{file}: [{section}] {name} must be a [{inner[name]}] table")
+        key = known.get(name)
+        if key is None and type(value) is dict:
+            hint = _suggest(name, inner) or f" (the tables here are {', '.join(inner) or 'none'})"
+            raise ConfigurationError(f"{file}: unknown table [{section}.{name}]{hint}")
+        if key is None:
+            hint = _suggest(name, [*known, *inner])
+            raise ConfigurationError(f"{file}: unknown key {name!r} in [{section}]{hint}")
+        out[key.dotted] = _from_file(key, value, f"{file}: [{section}] {name}")
 
 
 def _suggest(name: str, choices: Iterable[str]) -> str:
@@ -376,6 +562,19 @@ def _from_file(key: Key, value: Any, where: str) -> Any:
         if type(value) is not int or value < 0:
             raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
         return value
+    if key.kind == "tokens":
+        if type(value) is not int or value < 1:
+            raise ConfigurationError(f"{where} must be a whole number >= 1")
+        return value
+    if key.kind == "choice":
+        if type(value) is not str or value not in key.choices:
+            raise ConfigurationError(f"{where} must be one of {', '.join(key.choices)}")
+        return value
+    if key.kind in ("text", "url"):
+        # Checked as a URL when the provider is built; never quoted (it may hold a key).
+        if type(value) is not str or not value.strip() or not value.isprintable():
+            raise ConfigurationError(f"{where} must be a non-empty string on one line")
+        return value.strip()
     return _number(value, where, allow_zero=key.kind == "seconds_or_off")
 
 
@@ -398,6 +597,8 @@ def _env_value(key: Key, raw: str) -> Any:
     assert key.env is not None
     if key.kind == "names":
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
+    if key.kind == "url":  # checked when the provider is built, naming the variable
+        return raw
     try:
         number = float(raw)
     except ValueError:

@@ -48,7 +48,11 @@ def _clean_nr_llm_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     for name in list(os.environ):
-        if name.startswith("NR_LLM_") or name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        if name.startswith("NR_LLM_") or name in (
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_BASE_URL",
+        ):
             monkeypatch.delenv(name)
     # Commands that record runs write here, not into ./.nr-llm/ of the checkout.
     monkeypatch.setenv("NR_LLM_DB", str(tmp_path_factory.mktemp("audit") / "audit.db"))

@@ -24,6 +24,8 @@ _COMMANDS: dict[str, str] = {
     "privacy": "nr_llm_core.cli.runs:privacy",
     "new-tool": "nr_llm_core.cli.new_tool:new_tool",
     "playground": "nr_llm_core.cli.playground:playground",
+    "providers": "nr_llm_core.cli.providers:providers",
+    "keys": "nr_llm_core.cli.keys:keys",
 }
 
 

@@ -176,7 +176,10 @@ def render_table(
 
 
 class status:  # used as a statement: `with status("Preparing …"):`
-    """Show ``message`` with a spinner on a terminal while the block runs, then ``done``.
+    """Show ``message`` with a spinner on a terminal while the block runs, then how it ended:
+    ``done``, ``failed`` when the block raised, ``interrupted`` on Ctrl-C or a stop signal,
+    or the word the block gave :meth:`end` (a run that failed without raising says so:
+    ``with status("Running") as progress: …; progress.end("failed")``).
 
     On anything but a terminal (a pipe, CI) it prints the message once and ``done`` after, so
     logs stay readable. A log record written during the block (a provider's retry warning)
@@ -201,6 +204,12 @@ class status:  # used as a statement: `with status("Preparing …"):`
         self._quiet_until = 0.0
         self._previous_factory: Any = None
         self._factory: Any = None
+        self._word = "done"
+
+    def end(self, word: str) -> None:
+        """End with ``word`` instead of ``done`` when the block returns (``failed``,
+        ``stopped (max_tokens)``): the block's outcome, which no exception carried."""
+        self._word = word
 
     def _spin(self) -> None:
         for frame in itertools.cycle(self._FRAMES):
@@ -258,6 +267,11 @@ class status:  # used as a statement: `with status("Preparing …"):`
             sys.stderr.write("\r")
         if logging.getLogRecordFactory() is self._factory:
             logging.setLogRecordFactory(self._previous_factory)
-        word = "done" if kind is None else "failed"
+        if kind is None:
+            word = self._word
+        elif isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+            word = "interrupted"
+        else:
+            word = "failed"
         whole = self._tty or self._broken
         click.echo(f"{self.message} … {word}" if whole else f" {word}", err=True)

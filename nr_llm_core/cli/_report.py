@@ -10,7 +10,7 @@ from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.loop import TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
 
-__all__ = ["report"]
+__all__ = ["outcome", "report"]
 
 
 _PREVIEW_CHARS = 80
@@ -73,3 +73,16 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
     state = result.suspended
     if state is not None:
         click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))
+
+
+def outcome(result: ToolLoopResult) -> str:
+    """The word a progress line ends with for ``result``: ``done`` only for a completed run
+    (a failed run is returned, not raised, so the line cannot tell by itself)."""
+    reason = result.termination_reason
+    if reason is TerminationReason.COMPLETED:
+        return "done"
+    if reason is TerminationReason.FAILED:
+        return "failed"
+    if reason is TerminationReason.AWAITING_APPROVAL:
+        return "waiting for approval"
+    return f"stopped ({reason.value})"

@@ -15,6 +15,7 @@ from nr_llm_core.cli._session import (
     tool_timeout_option,
 )
 from nr_llm_core.config import SCHEMA, config_file_path
+from nr_llm_core.providers._settings import shown_url
 
 __all__ = ["config"]
 
@@ -61,7 +62,10 @@ def show(
     for key in SCHEMA:
         setting = settings.settings[key.dotted]
         sources = "; ".join(str(source) for source in setting.sources)
-        rows.append([key.dotted, _shown(setting.value), sources])
+        value = setting.value
+        if key.kind == "url":  # never its credentials, query or fragment
+            value = shown_url(value)
+        rows.append([key.dotted, _shown(value), sources])
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 
 

@@ -102,6 +102,7 @@ def demo(
     """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
     # Imported here: `nr-llm --help` stays light.
     from nr_llm_core.audit import default_db_path
+    from nr_llm_core.cli._report import outcome as run_outcome
     from nr_llm_core.cli._session import open_host, read_config, session
     from nr_llm_core.cli._store import open_store
     from nr_llm_core.loop import ToolLoop
@@ -114,8 +115,9 @@ def demo(
             host = stack.enter_context(open_host(config))
         store = stack.enter_context(open_store(store_path))
         loop = ToolLoop(ScriptedProvider.demo(), host, privacy=privacy, persister=store)
-        with status("Running the scripted demo through the tool loop"):
+        with status("Running the scripted demo through the tool loop") as progress:
             result = loop.run(PROMPT)
+            progress.end(run_outcome(result))
         stored = [decode_json(step["payload"]) for step in store.steps(result.run_id)]
         run = store.get_run(result.run_id)
     # The level the store applied (the stricter of --privacy and $NR_LLM_PRIVACY_LEVEL).

@@ -11,8 +11,8 @@ from nr_llm_core.audit import AgentRunPersister, AuditStoreError
 from nr_llm_core.cli._offers import not_offered_lines, nothing_offered_line
 from nr_llm_core.cli._output import status, visible
 from nr_llm_core.cli._pending import recorded_level
-from nr_llm_core.cli._providers import make_provider, provider_options
-from nr_llm_core.cli._report import report
+from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
+from nr_llm_core.cli._report import outcome, report
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -55,8 +55,8 @@ def run(
     base_url: str | None,
     proxy: str | None,
     ca_bundle: str | None,
-    max_tokens: int,
-    timeout: float,
+    max_tokens: int | None,
+    timeout: float | None,
     trust_zone: str | None,
     script: str | None,
     tools: str | None,
@@ -78,6 +78,7 @@ def run(
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
         provider,
+        config=config,
         model=model,
         base_url=base_url,
         trust_zone=trust_zone,
@@ -87,6 +88,7 @@ def run(
         max_tokens=max_tokens,
         timeout=timeout,
     )
+    announce_provider(chosen)
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
@@ -99,11 +101,12 @@ def run(
         zone = zone_of(chosen)
         for line in not_offered_lines(decisions, zone, named=allowed is not None):
             click.echo(line, err=True)
-        with status(f"Running the tool loop ({type(chosen).__name__})"):
+        with status(f"Running the tool loop ({type(chosen).__name__})") as progress:
             result = loop.run(prompt, allowed=allowed)
+            progress.end(outcome(result))
         level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
         where = recorded_where(store, result.run_id, db)
-    report(result, privacy_level=level, max_tokens=max_tokens)
+    report(result, privacy_level=level, max_tokens=getattr(chosen, "max_tokens", max_tokens))
     if not any(d.offered for d in decisions):
         click.echo(nothing_offered_line(decisions, zone))
     click.echo(where)

@@ -23,7 +23,7 @@ from nr_llm_core.cli._pending import (
     recorded_level,
     show_before_deciding,
 )
-from nr_llm_core.cli._providers import make_provider, provider_options
+from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -182,7 +182,7 @@ def _decide(
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
-    from nr_llm_core.cli._report import report
+    from nr_llm_core.cli._report import outcome, report
     from nr_llm_core.loop import TerminationReason, ToolLoop
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
@@ -192,11 +192,14 @@ def _decide(
         isolate=options.pop("isolate"),
         tool_timeout=options.pop("tool_timeout"),
     )
+    # Built first: a missing key stops the command before anyone is asked to decide.
+    provider = make_provider(options.pop("provider"), config=config, **options)
     store = open_persister(db)
     if store is None:
         no_database(db)
         raise SystemExit(1)
     with session() as stack:
+        close_provider(stack, provider)
         stack.enter_context(store)
         run_id = resolve_run_id(store, run_id)
         try:
@@ -210,9 +213,7 @@ def _decide(
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
-        max_tokens = options.get("max_tokens")
-        provider = make_provider(options.pop("provider"), **options)
-        close_provider(stack, provider)
+        announce_provider(provider)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
             provider.position = sum(1 for m in state.messages if m.role is Role.ASSISTANT)
@@ -220,13 +221,14 @@ def _decide(
         host = stack.enter_context(open_host(config))
         loop = ToolLoop(provider, host, persister=store)
         try:
-            with status("Resuming the run"):
+            with status("Resuming the run") as progress:
                 result = loop.resume(
                     run_id, approved=approve, digest=digest, claimant=claimant("cli")
                 )
+                progress.end(outcome(result))
         except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result, privacy_level=level, max_tokens=max_tokens)
+    report(result, privacy_level=level, max_tokens=getattr(provider, "max_tokens", None))
     if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
         raise SystemExit(1)
 

@@ -422,15 +422,20 @@ class HttpProviderBase:
         ca_bundle: str | os.PathLike[str] | None,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        # The one place an adapter's key is read: the argument, else its variable.
+        # The one place an adapter's key is read: the argument, else its variable, else the
+        # key stored with `nr-llm keys set` (imported here: only a key lookup needs it).
+        from nr_llm_core.keys import KEY_VARIABLES, find_key
+
         self._api_key = check_api_key(
-            api_key if api_key is not None else os.environ.get(key_env), key_env
+            api_key if api_key is not None else find_key(key_env), key_env
         )
         host = (urlsplit(self.base_url).hostname or "").lower()
         if self._api_key is None and host in self.key_required_hosts:
             # Refused here rather than by a 401 after the first request.
+            names = [name for name, variable in KEY_VARIABLES.items() if variable == key_env]
+            stored = f" or store it with `nr-llm keys set {names[0]}`" if names else ""
             raise ConfigurationError(
-                f"no API key: set {key_env} ({host} refuses requests without one)"
+                f"no API key: set {key_env}{stored} ({host} refuses requests without one)"
             )
         if type(max_tokens) is not int or max_tokens < 1:
             raise ConfigurationError("max_tokens must be a whole number of at least 1")

@@ -104,7 +104,8 @@ def _stop_reason(value: object) -> StopReason:
 class AnthropicProvider(HttpProviderBase):
     """A provider on the Anthropic Messages API over httpx.
 
-    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
+    The key comes from ``api_key``, ``ANTHROPIC_API_KEY`` or the keys file
+    (:mod:`nr_llm_core.keys`), sent as ``x-api-key``;
     ``api.anthropic.com`` without one is a ``ConfigurationError`` here, before any request.
     ``max_tokens`` (default 4096, a field the API requires) bounds each answer; an answer cut
     there (``stop_reason`` ``max_tokens``) ends the run as ``max_tokens``. Input tokens count

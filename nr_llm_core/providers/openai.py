@@ -92,7 +92,8 @@ class OpenAIChatProvider(HttpProviderBase):
     """A provider on the OpenAI-compatible ``/chat/completions`` wire over httpx.
 
     ``base_url`` is the API root (``https://api.openai.com/v1``, ``http://localhost:11434/v1``);
-    the key comes from ``api_key`` or ``OPENAI_API_KEY`` and is sent as a bearer token (no
+    the key comes from ``api_key``, ``OPENAI_API_KEY`` or the keys file
+    (:mod:`nr_llm_core.keys`) and is sent as a bearer token (no
     header when there is none, as Ollama and llama.cpp need). ``api.openai.com`` without a
     key, or a base URL that is not ``http(s)://host[:port][/path]``, is a
     ``ConfigurationError`` (a ``ValueError``) here, before any request.

@@ -138,8 +138,8 @@ def test_the_isolation_limits_come_from_the_file() -> None:
     ("text", "message"),
     [
         ("[isolaton]\n", r"unknown section 'isolaton' \(did you mean 'isolation'\?\)"),
-        ("[providers]\n", r"unknown section 'providers'"),
-        ("timeout = 3\n", r"'timeout' is not in a section \(\[isolation\] or \[tools\]\)"),
+        ("[models]\n", r"unknown section 'models'"),
+        ("timeout = 3\n", r"'timeout' is not in a section \(\[isolation\] or \[tools\] or "),
         ("tools = 3\n", r"'tools' must be a \[tools\] table"),
         (
             '[isolation]\ndistribution = ["x"]\n',
