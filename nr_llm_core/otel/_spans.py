@@ -25,12 +25,13 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 
 from nr_llm_core.otel import semconv as sc
 from nr_llm_core.otel.attributes import Attributes, step_attributes
-from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, reason_code
+from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter
 from nr_llm_core.providers._http import retry_observer
 from nr_llm_core.run_result import TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, RunTrace
+from nr_llm_core.traceparent import TRACEPARENT, format_traceparent
 
-__all__ = ["RunSpans", "traceparent"]
+__all__ = ["RunSpans"]
 
 #: The host word a span's status says when the run ended by an exception.
 INTERRUPTED: Final = "interrupted"
@@ -38,14 +39,6 @@ _FAILURE: Final = re.compile(r"[0-9]{3}|[A-Za-z][A-Za-z0-9_]{0,63}")
 _DIGEST: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
 _METRIC_KEYS: Final = (sc.PROVIDER_NAME, sc.REQUEST_MODEL, sc.SERVER_ADDRESS, sc.SERVER_PORT)
 _TOKEN_TYPES: Final = ((sc.USAGE_INPUT_TOKENS, "input"), (sc.USAGE_OUTPUT_TOKENS, "output"))
-
-
-def traceparent(span_context: SpanContext) -> str:
-    """The W3C ``traceparent`` of ``span_context``."""
-    return (
-        f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
-        f"{int(span_context.trace_flags):02x}"
-    )
 
 
 class RunSpans:
@@ -108,6 +101,8 @@ class RunSpans:
         self._chat_started = 0.0
         self._retries = 0
         self._retry_token: contextvars.Token[Any] | None = None
+        # The error.type of the last provider failure, from its record: a failed run's own.
+        self._failure = sc.ERROR_OTHER
 
     # -- the RunWatch protocol -----------------------------------------------------------------
 
@@ -116,7 +111,8 @@ class RunSpans:
         span_context = self._span.get_span_context()
         if not span_context.is_valid:
             return {}
-        return {sc.META_TRACEPARENT: traceparent(span_context)}
+        flags = int(span_context.trace_flags)
+        return {TRACEPARENT: format_traceparent(span_context.trace_id, span_context.span_id, flags)}
 
     def __call__(self, trace: RunTrace, step: RunStep) -> None:
         """Turn one recorded step into span data, through its privacy-filtered record."""
@@ -130,7 +126,8 @@ class RunSpans:
             self._close_chat(attributes, None)
         elif kind == "error":
             error = attributes.get(sc.ERROR_TYPE)
-            self._close_chat(attributes, error if type(error) is str else sc.ERROR_OTHER)
+            self._failure = error if type(error) is str else sc.ERROR_OTHER
+            self._close_chat(attributes, self._failure)
         elif kind == "tool":
             duration = record.get("duration_ms")
             self._tool(attributes, duration if isinstance(duration, int | float) else 0.0)
@@ -176,10 +173,10 @@ class RunSpans:
         if usage.cache_creation_input_tokens:
             attributes[sc.USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
         if reason is TerminationReason.FAILED:
-            code = reason_code(result.error) if result.error is not None else reason.value
+            # What failed, as the failure's record says it (at NONE that is nothing: _OTHER).
             attributes[sc.RUN_STATUS] = "failed"
-            attributes[sc.ERROR_TYPE] = code
-            span.set_status(Status(StatusCode.ERROR, code))
+            attributes[sc.ERROR_TYPE] = self._failure
+            span.set_status(Status(StatusCode.ERROR, self._failure))
         elif reason is TerminationReason.AWAITING_APPROVAL:
             attributes[sc.RUN_STATUS] = "suspended"
             state = result.suspended

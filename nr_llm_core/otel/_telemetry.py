@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -18,12 +17,12 @@ from nr_llm_core.otel._provider import describe_provider
 from nr_llm_core.otel._spans import RunSpans
 from nr_llm_core.privacy import PrivacyLevel, effective_level, resolve_privacy_level
 from nr_llm_core.run_result import RunRecorder
+from nr_llm_core.traceparent import parse_traceparent
 
 __all__ = ["OtelTelemetry"]
 
 #: Suspended runs whose span context is remembered in memory for their resumption.
 MAX_REMEMBERED: Final = 1024
-_TRACEPARENT: Final = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def _version() -> str:
@@ -124,18 +123,16 @@ class OtelTelemetry:
             remembered = self._suspended.pop(resumed, None)
         if remembered is not None:
             return remembered
-        meta = record.get("meta") if record else None
-        value = meta.get(sc.META_TRACEPARENT) if type(meta) is dict else None
-        found = _TRACEPARENT.fullmatch(value) if type(value) is str else None
+        found = parse_traceparent(record.get("meta") if record else None)
         if found is None:
             return None
-        span_context = SpanContext(
-            trace_id=int(found.group(1), 16),
-            span_id=int(found.group(2), 16),
+        trace_id, span_id, flags = found
+        return SpanContext(
+            trace_id=int(trace_id, 16),
+            span_id=int(span_id, 16),
             is_remote=True,
-            trace_flags=TraceFlags(int(found.group(3), 16)),
+            trace_flags=TraceFlags(flags),
         )
-        return span_context if span_context.is_valid else None
 
 
 def _store_level(persister: object) -> PrivacyLevel | None:

@@ -145,7 +145,3 @@ EVENT_APPROVAL: Final = "nr_llm.approval"
 EVENT_SUSPENDED: Final = "nr_llm.run.suspended"
 #: ``nr_llm.link.type`` of the link from a resumed run's span to the span it suspended.
 LINK_RESUMES: Final = "resumes"
-
-# -- metadata stored with the run ---------------------------------------------------------------
-#: The run-meta key holding the W3C ``traceparent`` of the run's first ``invoke_agent`` span.
-META_TRACEPARENT: Final = "traceparent"
