@@ -10,6 +10,7 @@ it only then, when ``NR_LLM_OTEL`` asks for it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Collection, Mapping
@@ -79,7 +80,8 @@ def telemetry_from_environment() -> RunTelemetry | None:
     """The telemetry ``NR_LLM_OTEL`` asks for, or ``None`` (see :data:`OTEL_ENV_VAR`).
 
     ``nr_llm_core.otel`` (and with it ``opentelemetry``) is imported only when the switch is
-    on; if the ``otel`` extra is not installed the switch is ignored with a warning.
+    on; if the ``otel`` extra is not installed the switch is ignored with a warning. Every
+    loop the switch turns on at one level shares one telemetry object.
     """
     value = os.environ.get(OTEL_ENV_VAR)
     if value is None:
@@ -99,7 +101,7 @@ def telemetry_from_environment() -> RunTelemetry | None:
             )
             return None
     try:
-        from nr_llm_core.otel import OtelTelemetry
+        return _shared(privacy)
     except ImportError:
         logger.warning(
             "%s is set but the otel extra is not installed (pip install 'nr-llm[otel]'); "
@@ -107,4 +109,12 @@ def telemetry_from_environment() -> RunTelemetry | None:
             OTEL_ENV_VAR,
         )
         return None
+
+
+@functools.cache
+def _shared(privacy: PrivacyLevel | None) -> RunTelemetry:
+    # One per level for the whole process: every loop the switch turns on (the playground makes
+    # one per run) shares its instruments and what it remembers of suspended runs.
+    from nr_llm_core.otel import OtelTelemetry
+
     return OtelTelemetry(privacy=privacy)

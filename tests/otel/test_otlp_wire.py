@@ -26,16 +26,11 @@ from ._runs import CONTENT, NEVER, SECRET, every_path, store_bytes
 LEVELS = ("none", "metadata", "redacted", "full")
 
 
-@pytest.fixture(autouse=True)
-def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_http, "_sleep", lambda seconds: None)
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[bytes, bytes]]]:
     """level -> (every byte the receiver got, every byte of the audit database)."""
     found = {}
-    patch = pytest.MonkeyPatch()
+    patch = pytest.MonkeyPatch()  # module-scoped: the retry's wait is not waited
     patch.setattr(_http, "_sleep", lambda seconds: None)
     try:
         for level in LEVELS:

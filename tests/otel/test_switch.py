@@ -57,6 +57,8 @@ def test_the_switch_turns_it_on(
     telemetry = ToolLoop(ScriptedProvider(["x"]), ToolHost()).telemetry
     assert isinstance(telemetry, OtelTelemetry)
     assert telemetry.privacy == (None if level is None else PrivacyLevel(level))
+    # One for the process: a resumption in another loop finds what this one remembered.
+    assert ToolLoop(ScriptedProvider(["x"]), ToolHost()).telemetry is telemetry
 
 
 def test_a_typo_keeps_it_off_and_says_so(
