@@ -37,6 +37,7 @@ from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
+from nr_llm_core.traceparent import parse_traceparent
 
 __all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
 
@@ -142,9 +143,12 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
             data, lost = None, str(exc)
     level = record["privacy_level"]
     run: dict[str, Any] = dict(record)
+    # The trace its telemetry exported it in (docs/telemetry.md), from the run's meta.
+    traced = parse_traceparent(run.get("meta"))
+    run["trace_id"] = None if traced is None else traced[0]
     if as_json:
         out = {
-            "run": {key: run[key] for key in _RUN_FIELDS},
+            "run": {key: run[key] for key in (*_RUN_FIELDS, "trace_id")},
             "steps": [
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
@@ -157,6 +161,8 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
     for key in _RUN_FIELDS:
         value = run[key]
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
+    if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
+        lines.append(f"trace_id: {run['trace_id']}")
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.

@@ -12,6 +12,10 @@ that timed out after the server received it is not (it would start the whole gen
 and time out again); a setting that cannot work (a base URL without ``http://``, a missing API
 key for a host that needs one) is refused when the provider is built, before any request.
 
+Whoever watches a request (telemetry) learns of each retry through :data:`retry_observer`,
+set for its context: the attempt, the kind of failure in the HTTP client's words (a status code
+or an ``httpx`` exception's class name) and the wait. Never a URL, a header or a body.
+
 The client never reads its environment (``trust_env=False``): ``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY`` and ``~/.netrc`` are ignored, so a variable or file that something else set cannot
 send the key to a proxy or replace it. A proxy is used only when the caller names one
@@ -28,6 +32,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Self
 from urllib.parse import urlsplit
 
@@ -64,6 +69,7 @@ __all__ = [
     "check_base_url",
     "check_ca_bundle",
     "check_proxy_url",
+    "retry_observer",
     "shown_proxy",
     "shown_url",
     "tls_context",
@@ -77,6 +83,25 @@ _RETRY_STATUSES: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 #: Replaced in tests to observe waits without waiting.
 _sleep: Callable[[float], None] = time.sleep
+
+#: Called as ``observer(attempt, failure, delay)`` before each retry's wait: ``attempt`` is the
+#: number of the attempt that failed (1 for the first), ``failure`` a status code (``"503"``)
+#: or the ``httpx`` exception's class name (``"ConnectError"``), ``delay`` the seconds until
+#: the next attempt. Set per context by the request's watcher; an observer that raises is
+#: ignored.
+retry_observer: ContextVar[Callable[[int, str, float], None] | None] = ContextVar(
+    "nr_llm_retry_observer", default=None
+)
+
+
+def _tell_retry(attempt: int, failure: str, delay: float) -> None:
+    observer = retry_observer.get()
+    if observer is None:
+        return
+    try:
+        observer(attempt, failure, delay)
+    except Exception as exc:  # telemetry never changes what a request does
+        logger.debug("the retry observer raised %s", type(exc).__name__)
 
 
 class _TooLarge(Exception):
@@ -220,6 +245,7 @@ class JsonPoster:
         while True:
             wait: float | None = None
             status: int | None = None
+            failure = ""
             tries = attempt + 1
             counted = f"{tries} attempt{'s' if tries != 1 else ''}"
             try:
@@ -232,23 +258,25 @@ class JsonPoster:
                     "that timed out is not sent again)"
                 ) from None
             except httpx.WriteTimeout as exc:  # the server never had the whole request
-                problem = f"{where} did not take the request in time ({type(exc).__name__})"
+                failure = type(exc).__name__
+                problem = f"{where} did not take the request in time ({failure})"
             except httpx.TimeoutException as exc:  # connect, pool: nothing was sent
-                problem = f"could not reach {where}{via} in time ({type(exc).__name__})"
+                failure = type(exc).__name__
+                problem = f"could not reach {where}{via} in time ({failure})"
             except (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL) as exc:
                 # The request itself cannot be made: every retry would fail the same way.
                 raise ProviderRequestError(
                     f"the request to {where} could not be made ({type(exc).__name__})"
                 ) from None
             except _BrokenAnswer as exc:
-                problem = f"the connection to {where} broke during the answer ({exc.kind})"
+                failure = exc.kind
+                problem = f"the connection to {where} broke during the answer ({failure})"
             except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
-                problem = f"{where} closed the connection without answering ({type(exc).__name__})"
+                failure = type(exc).__name__
+                problem = f"{where} closed the connection without answering ({failure})"
             except httpx.WriteError as exc:
-                problem = (
-                    f"the connection to {where} broke while sending the request "
-                    f"({type(exc).__name__})"
-                )
+                failure = type(exc).__name__
+                problem = f"the connection to {where} broke while sending the request ({failure})"
             except httpx.TransportError as exc:
                 refused = _certificate_problem(exc)
                 if refused is not None:
@@ -257,7 +285,8 @@ class JsonPoster:
                         f"could not reach {where}{via}: the TLS certificate {refused} "
                         "(SSLCertVerificationError)"
                     ) from None
-                problem = f"could not reach {where}{via} ({type(exc).__name__})"
+                failure = type(exc).__name__
+                problem = f"could not reach {where}{via} ({failure})"
             except _TooLarge:
                 raise ProviderResponseError(
                     f"{self.what} sent a response larger than {MAX_RESPONSE_BYTES} bytes"
@@ -268,12 +297,14 @@ class JsonPoster:
                 if code not in _RETRY_STATUSES:
                     raise self._http_error(code, data)
                 status = code
+                failure = str(code)
                 problem = f"{self.what} answered HTTP {code}"
                 wait = retry_after
             if attempt >= self.max_retries:
                 raise ProviderUnavailableError(f"{problem} ({counted})", status=status)
             delay = self._delay(attempt, wait)
             logger.warning("%s; retrying in %.2f s", problem, delay)
+            _tell_retry(tries, failure, delay)
             _sleep(delay)
             attempt += 1
 
