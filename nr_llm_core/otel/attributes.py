@@ -1,8 +1,9 @@
 """Span attributes from the privacy-filtered step record: the one mapping, never the live step.
 
-:func:`step_attributes` reads a record that :class:`~nr_llm_core.privacy.RunStepPrivacyFilter`
-made (the record the audit store writes, at the same level), never a :class:`~nr_llm_core.trace.RunStep`, so a
-span cannot say more than the store keeps. Within that record it reads:
+:func:`step_attributes` reads a record that
+:class:`~nr_llm_core.privacy.RunStepPrivacyFilter` made (the record the audit store writes, at
+the same level), never a :class:`~nr_llm_core.trace.RunStep`, so a span cannot say more than
+the store keeps. Within that record it reads:
 
 - at every level, the host-vocabulary view of the record (the METADATA rule applied to it):
   names in a tool name's shape, call-id references, counts, lengths, token counters, artifact
