@@ -1,0 +1,315 @@
+"""Shared pieces of the MCP tests: a real tool distribution with the conformance suite's fixture
+tools and canary tools, the Node tools of ``scripts/mcp-node``, and ``nr-llm mcp serve`` run in
+its own process."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NR_LLM = str(Path(sys.executable).with_name("nr-llm"))
+
+#: Run-only data of the fixture tools: it must never appear in any MCP response byte.
+ARTIFACT_CANARY = "CANARY-ARTIFACT-5b1f0e"
+#: What a fixture tool's exception says: never in a response either.
+EXCEPTION_CANARY = "CANARY-EXCEPTION-93ac21"
+#: The output of the secret-adjacent tool, which an external client may not even see listed.
+SECRET_CANARY = "CANARY-SECRET-77d0b2"
+
+FIXTURE_MODULE = f'''
+import time
+
+from nr_llm_core import Artifact, ToolResult, ToolSpec, hookimpl
+
+EMPTY = {{"type": "object", "properties": {{}}}}
+
+
+class _Tool:
+    name = ""
+    description = ""
+    parameters = EMPTY
+    data_class = "public"
+    requires_approval = False
+
+    @hookimpl
+    def tool_spec(self):
+        return ToolSpec(
+            self.name,
+            self.description,
+            self.parameters,
+            data_class=self.data_class,
+            requires_approval=self.requires_approval,
+        )
+
+
+class SimpleText(_Tool):
+    name = "test_simple_text"
+    description = "Returns simple text (the conformance suite's fixture)."
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("This is a simple text response for testing.")
+
+
+class ErrorHandling(_Tool):
+    name = "test_error_handling"
+    description = "Always returns an error result (the conformance suite's fixture)."
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.error("This tool intentionally returns an error for testing")
+
+
+class JsonSchema(_Tool):
+    name = "json_schema_2020_12_tool"
+    description = "Tool with JSON Schema 2020-12 features"
+    parameters = {{
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {{
+            "address": {{
+                "type": "object",
+                "properties": {{"street": {{"type": "string"}}, "city": {{"type": "string"}}}},
+            }}
+        }},
+        "properties": {{"name": {{"type": "string"}}, "address": {{"$ref": "#/$defs/address"}}}},
+        "additionalProperties": False,
+    }}
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("name: " + str(arguments.get("name")))
+
+
+class ImageContent(_Tool):
+    name = "test_image_content"
+    description = "An image the model must not see: nr-llm keeps it as an artifact."
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text(
+            "an image was made",
+            Artifact.text("image {ARTIFACT_CANARY}", "iVBORw0KGgo {ARTIFACT_CANARY}"),
+        )
+
+
+class CanaryTable(_Tool):
+    name = "canary_table"
+    description = "Rows for people, a summary for the model."
+    parameters = {{
+        "type": "object",
+        "properties": {{"rows": {{"type": "integer", "minimum": 0, "maximum": 100}}}},
+        "required": ["rows"],
+    }}
+
+    @hookimpl
+    def execute(self, arguments):
+        rows = [["{ARTIFACT_CANARY}-" + str(i), "x"] for i in range(arguments["rows"])]
+        return ToolResult.text(
+            str(arguments["rows"]) + " rows",
+            Artifact.table("{ARTIFACT_CANARY} table", ["{ARTIFACT_CANARY}", "b"], rows),
+            Artifact.text("note", "{ARTIFACT_CANARY} text"),
+        )
+
+
+class Boom(_Tool):
+    name = "boom"
+    description = "Raises."
+
+    @hookimpl
+    def execute(self, arguments):
+        raise RuntimeError("{EXCEPTION_CANARY}")
+
+
+class Sleepy(_Tool):
+    name = "sleepy"
+    description = "Sleeps."
+    parameters = {{"type": "object", "properties": {{"seconds": {{"type": "number"}}}}}}
+
+    @hookimpl
+    def execute(self, arguments):
+        time.sleep(arguments.get("seconds", 0))
+        return ToolResult.text("awake")
+
+
+class Chatty(_Tool):
+    name = "chatty"
+    description = "Prints to stdout before answering."
+
+    @hookimpl
+    def execute(self, arguments):
+        print("stray output on stdout")
+        return ToolResult.text("said something")
+
+
+class SecretPeek(_Tool):
+    name = "secret_peek"
+    description = "Returns secret-adjacent data."
+    data_class = "secret-adjacent"
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("{SECRET_CANARY}")
+
+
+class InternalNote(_Tool):
+    name = "internal_note"
+    description = "Returns internal data."
+    data_class = "internal"
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("internal")
+
+
+class NeedsApproval(_Tool):
+    name = "needs_approval"
+    description = "Changes something: requires approval."
+    requires_approval = True
+
+    @hookimpl
+    def execute(self, arguments):
+        return ToolResult.text("changed")
+'''
+
+#: tool name -> class in the fixture module.
+FIXTURE_TOOLS: Mapping[str, str] = {
+    "test_simple_text": "SimpleText",
+    "test_error_handling": "ErrorHandling",
+    "json_schema_2020_12_tool": "JsonSchema",
+    "test_image_content": "ImageContent",
+    "canary_table": "CanaryTable",
+    "boom": "Boom",
+    "sleepy": "Sleepy",
+    "chatty": "Chatty",
+    "secret_peek": "SecretPeek",
+    "internal_note": "InternalNote",
+    "needs_approval": "NeedsApproval",
+}
+
+
+def make_site(root: Path) -> Path:
+    """A site folder holding a real distribution with the fixture tools."""
+    site = root / "site"
+    info = site / "nr_llm_mcp_fixtures-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: nr-llm-mcp-fixtures\nVersion: 1.0\n"
+    )
+    points = "".join(f"{n} = nr_llm_mcp_fixtures:{c}\n" for n, c in FIXTURE_TOOLS.items())
+    (info / "entry_points.txt").write_text("[nr_llm.tool]\n" + points)
+    (info / "RECORD").write_text("")
+    (site / "nr_llm_mcp_fixtures.py").write_text(textwrap.dedent(FIXTURE_MODULE))
+    return site
+
+
+def serve_env(site: Path, *, only_fixtures: bool = True, **extra: str) -> dict[str, str]:
+    """The environment of ``nr-llm mcp serve``: the fixture distribution importable, no
+    NR_LLM_* from outside but the audit store of the test, and (``only_fixtures``) no other
+    tool loaded."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NR_LLM_")}
+    env["NR_LLM_DB"] = os.environ["NR_LLM_DB"]
+    env["PYTHONPATH"] = str(site)
+    if only_fixtures:
+        env["NR_LLM_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        env["NR_LLM_PLUGINS"] = ",".join(FIXTURE_TOOLS)
+    env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    """A running ``nr-llm mcp serve``: its URL and process; once stopped, what it printed."""
+
+    url: str
+    proc: subprocess.Popen[str]
+    stdout: str = ""
+    stderr: str = ""
+
+
+@contextmanager
+def http_server(env: Mapping[str, str], *args: str, port: int | None = None) -> Iterator[Served]:
+    """``nr-llm mcp serve --transport streamable-http`` on a free loopback port. Stopped with
+    SIGTERM when the block ends (unless it already ended); the test then reads its output."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [NR_LLM, "mcp", "serve", "--transport", "streamable-http", "--port", str(port), *args],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    served = Served(f"http://127.0.0.1:{port}/mcp", proc)
+    try:
+        _wait_for_port(port, proc)
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            served.stdout, served.stderr = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            served.stdout, served.stderr = proc.communicate()
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("nr-llm mcp serve exited before it listened")
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("nr-llm mcp serve did not start listening")
+
+
+def node_tools() -> Path:
+    """The folder ``scripts/mcp-node`` installed (bin/node, node_modules/), installing it when
+    missing. In CI a failure fails the test; elsewhere it skips with the reason."""
+    try:
+        out = subprocess.run(
+            [str(ROOT / "scripts" / "mcp-node")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        reason = f"scripts/mcp-node could not install Node and the MCP npm packages: {detail}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def node_env(tools: Path) -> dict[str, str]:
+    """An environment whose ``node`` is the installed one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NR_LLM_")}
+    env["PATH"] = f"{tools / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
