@@ -10,9 +10,10 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -313,3 +314,65 @@ def node_env(tools: Path) -> dict[str, str]:
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class RecordingProxy:
+    """A TCP proxy on 127.0.0.1 that forwards to ``port`` and keeps every byte the server sent
+    back: the raw HTTP responses, SSE streams included, as a client received them."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port: int = self.listener.getsockname()[1]
+        self._received: list[bytes] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._open: list[socket.socket] = []
+        self._stopped = False
+        accept = threading.Thread(target=self._accept, daemon=True)
+        accept.start()
+        self._threads.append(accept)
+
+    @property
+    def received(self) -> bytes:
+        """Every byte the server sent so far."""
+        with self._lock:
+            return b"".join(self._received)
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self._open += [client, upstream]
+            for src, dst, keep in ((client, upstream, False), (upstream, client, True)):
+                pump = threading.Thread(target=self._pump, args=(src, dst, keep), daemon=True)
+                pump.start()
+                self._threads.append(pump)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, keep: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if keep:
+                    with self._lock:
+                        self._received.append(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """Stop accepting and close every connection."""
+        self._stopped = True
+        self.listener.close()
+        for sock in self._open:
+            sock.close()
+        for thread in self._threads:
+            thread.join(5)
