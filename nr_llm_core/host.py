@@ -371,7 +371,7 @@ class ToolHost:
     def add_external(
         self,
         source: str,
-        load: Callable[[], Iterable[tuple[ToolSpec, OutOfProcess]]],
+        load: Callable[[], Iterable[tuple[ToolSpec, OutOfProcess] | ToolLoadError]],
         *,
         close: Callable[[], None] | None = None,
         strict: bool = False,
@@ -379,9 +379,10 @@ class ToolHost:
         """Add the tools another program serves (an MCP server), each called through
         ``OutOfProcess.call`` behind the same :meth:`invoke`.
 
-        ``load`` returns ``(spec, runner)`` pairs; its :class:`ToolLoadError`, a spec whose
-        schema cannot compile, or a name already taken is a :attr:`load_errors` entry with
-        ``source`` as its distribution (``strict``: raised). ``close`` is called by
+        ``load`` returns ``(spec, runner)`` pairs, and a :class:`ToolLoadError` for each tool
+        it refused; such an error, one ``load`` raises, a spec whose schema cannot compile, or
+        a name already taken is a :attr:`load_errors` entry with ``source`` as its
+        distribution (``strict``: raised). ``close`` is called by
         :meth:`close` (the tools reconnect on their next call).
         """
         if close is not None:
@@ -392,7 +393,11 @@ class ToolHost:
         except ToolLoadError as exc:
             self._refuse(strict, exc.reason, None, source)
             return
-        for spec, runner in found:
+        for item in found:
+            if isinstance(item, ToolLoadError):
+                self._refuse(strict, item.reason, item.entry_point, source)
+                continue
+            spec, runner = item
             try:
                 check, explain = compile_schema(spec)
                 tool = Tool(
