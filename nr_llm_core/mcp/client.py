@@ -239,8 +239,12 @@ class ServerConnection:
                 self._drop(f"{what} took longer than {timeout:g} s")
             raise McpTimedOut from None
         except MCPError as exc:
-            # The server's own error object: its code is a number; its message is its bytes.
+            # The server's own error object (or the SDK's for a closed connection): its code
+            # is a number; its message is the server's bytes. The connection is not kept: a
+            # server that answers with an error where a result belongs may be going away.
             logger.error("MCP server %r refused a %s (code %s)", self.settings.name, what, exc.code)
+            with self._lock:
+                self._drop(None)
             raise McpCallFailed("the server refused the request") from None
         except Exception as exc:
             with self._lock:
