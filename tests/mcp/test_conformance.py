@@ -9,11 +9,18 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.mcp._support import (
+    ANSI,
+    ROOT,
+    http_server,
+    make_site,
+    node_env,
+    node_tools,
+    require_sdk,
+    serve_env,
+)
 
-from tests.mcp._support import ANSI, ROOT, http_server, make_site, node_env, node_tools, serve_env
-
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+require_sdk()
 
 BASELINE = ROOT / "tests" / "mcp" / "conformance-baseline.yml"
 

@@ -24,10 +24,10 @@ from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.results import ArtifactType
 from tests.loop._wire import WireServer, refused_url
 from tests.loop.test_openai_wire import text_reply, tool_call_reply
-from tests.mcp._support import NR_LLM, http_server, make_site, node_tools, serve_env
+from tests.mcp._support import NR_LLM, http_server, make_site, node_tools, require_sdk, serve_env
 from tests.store._support import files_holding
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+require_sdk()
 
 HERE = Path(__file__).resolve().parent
 CANARY = "CANARY-MCP-IMPORT-4e7d"

@@ -28,14 +28,15 @@ from tests.mcp._support import (
     make_site,
     node_env,
     node_tools,
+    require_sdk,
     serve_env,
 )
 from tests.store._support import files_holding
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+require_sdk()
 
-from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
+from mcp import Client, StdioServerParameters  # noqa: E402  # after the extra check
+from mcp.shared.exceptions import MCPError  # noqa: E402  # after the extra check
 
 CANARIES = (ARTIFACT_CANARY, EXCEPTION_CANARY, SECRET_CANARY)
 PUBLIC_TOOLS = {
