@@ -160,11 +160,11 @@ class ServerConnection:
 
     async def _hold(self, ready: concurrent.futures.Future[Client]) -> None:
         """Open the connection, hand the client over, and keep it open until told to stop."""
+        client = Client(
+            self._transport(),
+            client_info=mcp_types.Implementation(name="nr-llm", version="1"),
+        )
         try:
-            client = Client(
-                self._transport(),
-                client_info=mcp_types.Implementation(name="nr-llm", version="1"),
-            )
             async with client:
                 self._stop = anyio.Event()
                 ready.set_result(client)
@@ -175,7 +175,8 @@ class ServerConnection:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._client = None
+            if self._client is client:  # a newer connection may have replaced this one
+                self._client = None
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[TransportStreams]:
