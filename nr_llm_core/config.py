@@ -29,20 +29,19 @@ wrong type, is an error that names the file and the key)::
     disable = ["read_file"]        # loaded and listed, never run
     disable_groups = ["files"]     # no per-tool enable overrides these
 
-    [mcp.servers.<name>]           # an MCP server whose tools become <name>__<tool>
-    command = ["npx", "-y", "@modelcontextprotocol/server-everything"]  # or: url = "https://…"
+    [mcp.servers.everything]       # an MCP server: its tools become everything__<tool>
+    command = ["npx", "-y", "@modelcontextprotocol/server-everything"]
     trust_zone = "local"           # who runs it (default: local for a command, else external)
     data_class = "internal"        # what its tools return (default: secret-adjacent)
     requires_approval = false      # default: false in the local zone, true beyond it
-    isolation = true               # a command: scrubbed environment, no capabilities
+    isolation = true               # scrubbed environment, no capabilities (a command only)
     timeout = 30                   # seconds per call (default: [tools] timeout, else 30)
     memory_mb = 4096               # a command's address-space limit (0: none)
     tools = ["echo"]               # import only these (default: all)
     env = { LOG_LEVEL = "warn" }   # variables set for a command
     env_pass = ["GITHUB_TOKEN"]    # variables passed through from this environment
-    token_env = "SERVER_TOKEN"     # a URL: the variable holding its bearer token
-    ca_bundle = "/etc/ca.pem"      # a URL: CA certificates added to certifi's roots
-    proxy = "http://proxy:3128"    # a URL: the only proxy used (never HTTP(S)_PROXY)
+    # A server over Streamable HTTP has url = "https://…" instead of command, and may name
+    # token_env (the variable holding its bearer token), ca_bundle and proxy.
 
 Precedence, per setting: a flag, then the environment, then the file, then the default. The
 lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
