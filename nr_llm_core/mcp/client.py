@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp import types as mcp_types
 from mcp.shared.exceptions import MCPError
@@ -91,26 +91,40 @@ def source_name(server: str) -> str:
 
 @final
 class _Loop:
-    """One event loop in a daemon thread, for every connection of one host."""
+    """One event loop in a daemon thread, for every connection of one host (a daemon: a host
+    that was never closed must not keep the interpreter from exiting)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
+        self._thread: threading.Thread | None = None
 
     def portal(self) -> BlockingPortal:
         with self._lock:
             if self._portal is None:
-                self._cm = start_blocking_portal()
-                self._portal = self._cm.__enter__()
+                ready: concurrent.futures.Future[BlockingPortal] = concurrent.futures.Future()
+
+                async def serve() -> None:
+                    async with BlockingPortal() as portal:
+                        ready.set_result(portal)
+                        await portal.sleep_until_stopped()
+
+                self._thread = threading.Thread(
+                    target=anyio.run, args=(serve,), name="nr-llm-mcp", daemon=True
+                )
+                self._thread.start()
+                self._portal = ready.result(CONNECT_TIMEOUT)
             return self._portal
 
     def close(self) -> None:
         with self._lock:
-            cm, self._cm, self._portal = self._cm, None, None
-        if cm is not None:
+            portal, self._portal = self._portal, None
+            thread, self._thread = self._thread, None
+        if portal is not None:
             with contextlib.suppress(Exception):
-                cm.__exit__(None, None, None)
+                portal.call(portal.stop, True)
+        if thread is not None:
+            thread.join(10)
 
 
 @final
