@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -327,10 +328,14 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 class RecordingProxy:
     """A TCP proxy on 127.0.0.1 that forwards to ``port`` and keeps every byte the server sent
-    back: the raw HTTP responses, SSE streams included, as a client received them."""
+    back: the raw HTTP responses, SSE streams included, as a client received them. With
+    ``tls`` (a server-side context) it terminates TLS in front of the plain server; a failed
+    handshake is counted in ``handshake_failures``."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, tls: ssl.SSLContext | None = None) -> None:
         self.target = port
+        self.tls = tls
+        self.handshake_failures = 0
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
@@ -356,6 +361,13 @@ class RecordingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.tls is not None:
+                try:
+                    client = self.tls.wrap_socket(client, server_side=True)
+                except (OSError, ssl.SSLError):
+                    self.handshake_failures += 1
+                    client.close()
+                    continue
             upstream = socket.create_connection(("127.0.0.1", self.target))
             self._open += [client, upstream]
             for src, dst, keep in ((client, upstream, False), (upstream, client, True)):

@@ -24,7 +24,16 @@ from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.results import ArtifactType
 from tests.loop._wire import WireServer, refused_url
 from tests.loop.test_openai_wire import text_reply, tool_call_reply
-from tests.mcp._support import NR_LLM, http_server, make_site, node_tools, require_sdk, serve_env
+from tests.mcp._support import (
+    NR_LLM,
+    RecordingProxy,
+    free_port,
+    http_server,
+    make_site,
+    node_tools,
+    require_sdk,
+    serve_env,
+)
 from tests.store._support import files_holding
 
 require_sdk()
@@ -238,6 +247,34 @@ def test_an_nr_llm_server_over_http_imported_with_its_token_and_no_ambient_proxy
         (error,) = without.load_errors
         assert error.distribution == "mcp:fixtures"
         assert "could not list its tools" in error.reason
+
+
+def test_an_https_server_is_trusted_by_certifi_and_the_named_bundle_only(
+    host_of: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP server behind TLS with a certificate of a company CA: refused while only
+    SSL_CERT_FILE names that CA (the providers' rule: it is never read), imported when the
+    table's ca_bundle names it."""
+    from tests.loop._pki import Pki
+
+    pki = Pki(tmp_path)
+    site = make_site(tmp_path)
+    port = free_port()
+    proxy = RecordingProxy(port, tls=pki.server_context())
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.internal_file))
+    url = f"https://127.0.0.1:{proxy.port}/mcp"
+    table = f'[mcp.servers.tls]\nurl = "{url}"\ndata_class = "public"\ntrust_zone = "local"\n'
+    try:
+        allowed = ("--allowed-host", f"127.0.0.1:{proxy.port}")
+        with http_server(serve_env(site), *allowed, port=port):
+            untrusted = host_of(table)  # type: ignore[operator]
+            assert untrusted.names() == []
+            assert proxy.handshake_failures >= 1
+            trusted = host_of(table + f'ca_bundle = "{pki.internal_file}"\n')  # type: ignore[operator]
+            assert trusted.load_errors == ()
+            assert trusted.invoke("tls__test_simple_text", {}).content.startswith("This is")
+    finally:
+        proxy.close()
 
 
 def test_nr_llm_run_and_tools_list_use_imported_tools(
