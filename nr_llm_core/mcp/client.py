@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
+import httpx2
 from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp import types as mcp_types
@@ -70,6 +71,8 @@ MAX_SCHEMA_BYTES: Final = 64 * 1024
 MAX_SCHEMA_DEPTH: Final = 32
 _MAX_TOOLS: Final = 500
 _MAX_PAGES: Final = 20
+#: The most bytes of one HTTP answer read from a server (an SSE stream counts as one answer).
+MAX_HTTP_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 #: Seconds a server has to start and answer the handshake and the tool list.
 CONNECT_TIMEOUT: Final = 60.0
 _LAUNCHER: Final = "nr_llm_core.mcp._launch"
@@ -424,7 +427,6 @@ async def _http_streams(settings: McpServerSettings) -> AsyncIterator[TransportS
     """Streamable HTTP with the providers' rules: certifi's roots plus a named CA bundle,
     only a named proxy (never the environment's), no redirects (a token must not follow
     one); the bearer token from the variable the configuration names."""
-    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     from nr_llm_core.providers._settings import check_proxy_url, tls_context
@@ -441,10 +443,14 @@ async def _http_streams(settings: McpServerSettings) -> AsyncIterator[TransportS
         token = os.environ.get(settings.token_env, "")
         if token:
             headers["Authorization"] = f"Bearer {token}"
+    # A transport given to the client replaces its verify= and proxy=: both are set on it.
+    transport = _CappedTransport(
+        httpx2.AsyncHTTPTransport(verify=tls, proxy=proxy, trust_env=False),
+        MAX_HTTP_RESPONSE_BYTES,
+    )
     async with (
         httpx2.AsyncClient(
-            verify=tls,
-            proxy=proxy,
+            transport=transport,
             trust_env=False,
             follow_redirects=False,
             headers=headers,
@@ -453,3 +459,38 @@ async def _http_streams(settings: McpServerSettings) -> AsyncIterator[TransportS
         streamable_http_client(settings.url, http_client=http) as streams,
     ):
         yield streams
+
+
+class _CappedTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport whose responses end with an error past ``cap`` bytes: the SDK reads
+    a JSON answer whole, and a server must not be able to fill the host's memory with one."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, cap: int) -> None:
+        self._inner = inner
+        self._cap = cap
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        response.stream = _CappedStream(response.stream, self._cap)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, cap: int) -> None:
+        self._inner = inner
+        self._cap = cap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        total = 0
+        async for chunk in self._inner:
+            total += len(chunk)
+            if total > self._cap:
+                logger.error("an MCP server's HTTP answer passed %d bytes; it is cut", self._cap)
+                raise httpx2.ReadError("the answer is larger than nr-llm reads")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -4,6 +4,7 @@ its own process."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -397,3 +398,105 @@ class RecordingProxy:
             sock.close()
         for thread in self._threads:
             thread.join(5)
+
+
+class FloodingHttpServer:
+    """A Streamable HTTP MCP server written by hand on 127.0.0.1: it lists ``ok`` and
+    ``flood``, and answers ``flood`` with one JSON body of ``flood_bytes`` (a server trying to
+    fill the host's memory)."""
+
+    def __init__(self, flood_bytes: int = 20 * 1024 * 1024) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.flood_bytes = flood_bytes
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the stdlib's name
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if "id" not in body:
+                    self.send_response(202)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                self._answer(body["id"], body["method"], body.get("params") or {})
+
+            def do_GET(self) -> None:  # no standalone stream
+                self.send_response(405)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def do_DELETE(self) -> None:
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def _answer(self, request_id: object, method: str, params: dict) -> None:
+                if method == "initialize":
+                    result: object = {
+                        "protocolVersion": params["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "flooding", "version": "1"},
+                    }
+                elif method == "tools/list":
+                    schema = {"type": "object", "properties": {}}
+                    result = {
+                        "tools": [
+                            {"name": n, "description": n, "inputSchema": schema}
+                            for n in ("ok", "flood")
+                        ]
+                    }
+                elif method == "tools/call" and params.get("name") == "flood":
+                    self._flood(request_id)
+                    return
+                elif method == "tools/call":
+                    result = {"content": [{"type": "text", "text": "fine"}]}
+                else:
+                    error = {"code": -32601, "message": "Method not found"}
+                    self._json({"jsonrpc": "2.0", "id": request_id, "error": error})
+                    return
+                self._json({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+            def _json(self, message: object) -> None:
+                data = json.dumps(message).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _flood(self, request_id: object) -> None:
+                head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+                head += b',"result":{"content":[{"type":"text","text":"'
+                tail = b'"}]}}'
+                size = outer.flood_bytes
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(head) + size + len(tail)))
+                self.end_headers()
+                try:
+                    self.wfile.write(head)
+                    chunk = b"x" * 65536
+                    for _ in range(size // len(chunk)):
+                        self.wfile.write(chunk)
+                        outer.sent += len(chunk)
+                    self.wfile.write(tail)
+                except OSError:
+                    pass
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/mcp"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FloodingHttpServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

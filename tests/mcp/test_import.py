@@ -26,6 +26,7 @@ from tests.loop._wire import WireServer, refused_url
 from tests.loop.test_openai_wire import text_reply, tool_call_reply
 from tests.mcp._support import (
     NR_LLM,
+    FloodingHttpServer,
     RecordingProxy,
     free_port,
     http_server,
@@ -275,6 +276,19 @@ def test_an_https_server_is_trusted_by_certifi_and_the_named_bundle_only(
             assert trusted.invoke("tls__test_simple_text", {}).content.startswith("This is")
     finally:
         proxy.close()
+
+
+def test_an_http_server_cannot_fill_the_host_memory_with_one_answer(host_of: object) -> None:
+    """An answer over the 16 MiB read cap ends as a ``failed.`` call (without the cap the SDK
+    would read all 20 MiB and the seam would merely cut it); the next call reconnects."""
+    with FloodingHttpServer() as server:
+        host = host_of(  # type: ignore[operator]
+            f'[mcp.servers.flood]\nurl = "{server.url}"\ndata_class = "public"\n'
+            'trust_zone = "local"\n'
+        )
+        assert host.load_errors == ()
+        assert host.invoke("flood__flood", {}).content == 'Error: tool "flood__flood" failed.'
+        assert host.invoke("flood__ok", {}).content == "fine"
 
 
 def test_nr_llm_run_and_tools_list_use_imported_tools(
