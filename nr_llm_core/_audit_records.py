@@ -51,8 +51,12 @@ class SuspendedStateError(AuditStoreError):
 
 
 class RunStatus(enum.StrEnum):
-    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final."""
+    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final.
 
+    ``queued``: waiting for a worker (a shared store only: queued by ``nr-llm run --queue``,
+    or approved for a worker to resume)."""
+
+    QUEUED = "queued"
     RUNNING = "running"
     SUSPENDED = "suspended"
     COMPLETED = "completed"
@@ -62,7 +66,7 @@ class RunStatus(enum.StrEnum):
     @property
     def final(self) -> bool:
         """Whether the status can no longer change."""
-        return self not in (RunStatus.RUNNING, RunStatus.SUSPENDED)
+        return self not in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
 
 
 class RunRecord(TypedDict):
