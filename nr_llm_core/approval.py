@@ -7,8 +7,9 @@ and there is no field for them. Its :attr:`~SuspendedRunState.digest` is an HMAC
 every other field, keyed with the host secret (:mod:`nr_llm_core._signing`: the environment or
 a file of its own, never the store), so an approval given for one pending turn cannot be
 applied to another, and a state altered after it was saved is refused even when whoever
-altered it could write the store. A state saved as version 1 (before the key) carries a plain
-SHA-256 and still verifies: see ADR 0024 for where that is accepted.
+altered it could write the store. A state saved as version 1 (before the key) carried a plain
+SHA-256, which anyone can recompute: it is refused, and the SQLite store re-signs the states
+that were waiting when it is upgraded (:func:`resigned`, ADR 0024).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ __all__ = [
     "approver_view",
     "arguments_shown",
     "decisions_for",
+    "resigned",
 ]
 
-#: Bumped when the saved shape or the digest changes; a state of an unknown version is refused.
-#: 2: the digest is an HMAC keyed with the host secret; 1: a plain SHA-256 (still verified).
+#: Bumped when the saved shape or the digest changes; a state of another version is refused.
+#: 2: the digest is an HMAC keyed with the host secret; 1: it was a plain SHA-256.
 STATE_VERSION: Final = 2
-_VERSIONS: Final = frozenset({1, STATE_VERSION})
 _DIGEST_PURPOSE: Final = "nr-llm/approval-digest/v2"
 
 # The run privacy levels at which an approver is shown the pending calls' arguments.
@@ -121,7 +122,7 @@ class SuspendedRunState:
 
     def verify(self) -> None:
         """Raise :class:`ApprovalError` unless the digest matches the content."""
-        if self.version not in _VERSIONS:
+        if self.version != STATE_VERSION:
             raise ApprovalError(f"suspended state version {self.version} is not supported")
         given = self.digest.encode("utf-8", "surrogatepass")  # any str, compared as bytes
         if not hmac.compare_digest(given, self.compute_digest().encode("ascii")):
@@ -232,3 +233,24 @@ def decisions_for(state: SuspendedRunState, approved: bool | Mapping[str, bool])
         if type(value) is not bool:
             raise ApprovalError("every approval decision must be True or False")
     return {call_id: approved.get(call_id, False) for call_id in state.needs_approval}
+
+
+def resigned(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A version-1 state (plain SHA-256 digest) as a version-2 one, signed with the host
+    secret; ``None`` when ``data`` is not a version-1 state whose digest matches its content
+    (an altered one stays as it is, and is refused when resumed).
+
+    For a store's upgrade only: re-signing vouches for the bytes as they are now, so it is
+    done once, when the store that kept them is opened by the version that brings the key."""
+    if data.get("version") != 1:
+        return None
+    try:
+        old = SuspendedRunState.from_dict(data)
+    except ApprovalError:
+        return None
+    if not hmac.compare_digest(
+        old.digest.encode("utf-8", "surrogatepass"), old.compute_digest().encode()
+    ):
+        return None
+    new = attrs.evolve(old, version=STATE_VERSION)
+    return attrs.evolve(new, digest=new.compute_digest()).to_dict()

@@ -537,6 +537,8 @@ class AgentRunPersister:
     def _move_out_states(self, conn: sqlite3.Connection, old_version: int) -> None:
         if _suspension.move_out_states(conn, self._states, old_version):
             self._moved_states = True
+        # The replaced files are wiped by the sweep that follows the open.
+        _suspension.resign_states(conn, self._states, old_version)
 
     # -- reading and retention -----------------------------------------------------------------
 

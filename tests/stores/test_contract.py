@@ -295,39 +295,57 @@ def test_two_threads_resuming_one_run_run_the_call_once(store_target: str, log: 
         assert store.get_run(run_id)["status"] == TerminationReason.COMPLETED.value
 
 
-def edit_saved_state(target: str, run_id: str, change: str) -> None:
-    """Replace the pending call's text in the saved state, as someone who can write the store
-    (not the host secret) would: on SQLite the file and the hash its row keeps, on PostgreSQL
-    the state's row."""
+def rehashed(text: str, change: str, version: int) -> str:
+    """The saved state with the pending call's text changed and the digest recomputed the way
+    anyone can (the plain SHA-256 of version 1), at ``version``."""
+    state = json.loads(text)
+    for call in [*state["pending"], *state["messages"][-1]["tool_calls"]]:
+        call["arguments"]["text"] = change
+    state["version"] = version
+    body = {k: v for k, v in state.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    state["digest"] = hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return json.dumps(state, separators=(",", ":"))
+
+
+def edit_saved_state(target: str, run_id: str, change: str, version: int) -> None:
+    """Rewrite the saved state as someone who can write the store, but does not hold the host
+    secret, would: on SQLite the file and the hashes its row keeps, on PostgreSQL the row."""
     if store_kind(target) == "sqlite":
         with sqlite3.connect(target) as conn:
             name = conn.execute("SELECT state_file FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
             path = Path(target + "-suspended") / name
-            data = path.read_bytes().replace(b'"once"', json.dumps(change).encode())
-            path.write_bytes(data)
+            text = rehashed(path.read_text(), change, version)
+            path.write_text(text)
             conn.execute(
-                "UPDATE runs SET state_sha256 = ? WHERE id = ?",
-                (hashlib.sha256(data).hexdigest(), run_id),
+                "UPDATE runs SET state_sha256 = ?, state_digest = ? WHERE id = ?",
+                (hashlib.sha256(text.encode()).hexdigest(), json.loads(text)["digest"], run_id),
             )
         return
     import sqlalchemy as sa
 
     engine = sa.create_engine(target)
     with engine.begin() as conn:
+        text = conn.execute(
+            sa.text("SELECT state FROM states WHERE run_id = :r"), {"r": run_id}
+        ).scalar_one()
+        new = rehashed(text, change, version)
         conn.execute(
-            sa.text("UPDATE states SET state = replace(state, '\"once\"', :c) WHERE run_id = :r"),
-            {"c": json.dumps(change), "r": run_id},
+            sa.text("UPDATE states SET state = :s, digest = :d WHERE run_id = :r"),
+            {"s": new, "d": json.loads(new)["digest"], "r": run_id},
         )
     engine.dispose()
 
 
-def test_a_state_edited_in_the_store_is_refused(store_target: str, log: Path) -> None:
-    """Whoever can write the store but does not hold the host secret edits the pending call's
-    arguments: the resume is refused and the tool never runs."""
-    run_id, digest = suspend(store_target)
-    edit_saved_state(store_target, run_id, "EDITED-IN-THE-DATABASE")
+@pytest.mark.parametrize("version", [2, 1], ids=["rehashed", "downgraded-to-version-1"])
+def test_a_state_edited_in_the_store_is_refused(store_target: str, log: Path, version: int) -> None:
+    """Whoever can write the store but does not hold the host secret changes the pending
+    call's arguments and recomputes the digest as anyone can (SHA-256), keeping the version or
+    claiming the keyless version 1: the resume is refused and the tool never runs."""
+    run_id, _ = suspend(store_target)
+    edit_saved_state(store_target, run_id, "EDITED-IN-THE-DATABASE", version)
     with open_store(store_target) as store:
         loop = ToolLoop(ScriptedProvider(APPEND_TURNS[1:]), append_host(), persister=store)
         with pytest.raises((ApprovalError, AuditStoreError)):
-            loop.resume(run_id, approved=True, digest=digest)
+            loop.resume(run_id, approved=True)
     assert log_lines(log) == []
