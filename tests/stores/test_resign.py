@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nr_llm_core import ScriptedProvider, ToolLoop
-from nr_llm_core import _audit_schema, _audit_states
+from nr_llm_core import ScriptedProvider, ToolLoop, _audit_schema, _audit_states
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.errors import ApprovalError
