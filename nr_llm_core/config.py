@@ -29,6 +29,9 @@ wrong type, is an error that names the file and the key)::
     disable = ["read_file"]        # loaded and listed, never run
     disable_groups = ["files"]     # no per-tool enable overrides these
 
+    [store]              # the audit store (flag --db, variable NR_LLM_DB)
+    db = "postgresql+psycopg://nr_llm@db.internal/nr_llm"  # or a SQLite file's path
+
 Precedence, per setting: a flag, then the environment, then the file, then the default. The
 lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
 add a name to what the file isolates or blocks, never take one away. Later sections (a
@@ -80,7 +83,7 @@ _FILE_NAME: Final = "config.toml"
 # A configuration file is a few hundred bytes; a huge one is a mistake (or not a config file).
 _MAX_FILE_BYTES: Final = 1 << 20
 
-Kind = Literal["names", "flag", "seconds", "seconds_or_off", "limit"]
+Kind = Literal["names", "flag", "seconds", "seconds_or_off", "limit", "store"]
 
 
 @final
@@ -163,6 +166,17 @@ SCHEMA: Final[tuple[Key, ...]] = (
         frozenset(),
         "tool groups disabled",
         env=ENV_DISABLE_GROUPS,
+    ),
+    # A URL may hold a password: it is shown masked (nr_llm_core.stores.masked), never as is.
+    Key(
+        "store",
+        "db",
+        "store",
+        None,
+        "the audit store: a SQLite file or a postgresql+psycopg:// URL "
+        "(default: ./.nr-llm/audit.db)",
+        flag="--db",
+        env="NR_LLM_DB",
     ),
 )
 _SECTIONS: Final = {
@@ -372,6 +386,10 @@ def _from_file(key: Key, value: Any, where: str) -> Any:
         if type(value) is not bool:
             raise ConfigurationError(f"{where} must be true or false")
         return value
+    if key.kind == "store":
+        if type(value) is not str or not value.strip():
+            raise ConfigurationError(f"{where} must be a file path or a database URL")
+        return value.strip()
     if key.kind == "limit":
         if type(value) is not int or value < 0:
             raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
@@ -398,6 +416,8 @@ def _env_value(key: Key, raw: str) -> Any:
     assert key.env is not None
     if key.kind == "names":
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
+    if key.kind == "store":
+        return raw
     try:
         number = float(raw)
     except ValueError:

@@ -24,6 +24,7 @@ _COMMANDS: dict[str, str] = {
     "privacy": "nr_llm_core.cli.runs:privacy",
     "new-tool": "nr_llm_core.cli.new_tool:new_tool",
     "playground": "nr_llm_core.cli.playground:playground",
+    "worker": "nr_llm_core.cli.worker:worker",
 }
 
 

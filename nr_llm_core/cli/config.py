@@ -61,7 +61,12 @@ def show(
     for key in SCHEMA:
         setting = settings.settings[key.dotted]
         sources = "; ".join(str(source) for source in setting.sources)
-        rows.append([key.dotted, _shown(setting.value), sources])
+        value = setting.value
+        if key.kind == "store" and value is not None:
+            from nr_llm_core.stores import masked  # a URL's password is never shown
+
+            value = masked(value)
+        rows.append([key.dotted, _shown(value), sources])
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 
 

@@ -44,6 +44,12 @@ __all__ = ["run"]
 )
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not write the run to the audit store.")
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Do not run here: queue the run in the shared PostgreSQL store for whichever "
+    "`nr-llm worker` is free (its provider and tools answer); prints the run id.",
+)
 def run(
     prompt: str,
     provider: str | None,
@@ -61,14 +67,21 @@ def run(
     tool_timeout: float | None,
     config_path: Path | None,
     privacy: str | None,
-    db: Path | None,
+    db: str | None,
     no_record: bool,
+    queue: bool,
 ) -> None:
     """Run PROMPT through the tool loop and print the answer and a compact trace.
 
     The run is recorded in the audit store at the privacy level; a run that waits for
     approval is continued with ``nr-llm runs approve|deny RUN_ID``.
     """
+    allowed: Any = None
+    if tools is not None:
+        allowed = [t.strip() for t in tools.split(",") if t.strip()]
+    if queue:
+        _queue(prompt, allowed, privacy, db, no_record=no_record)
+        return
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
         provider,
@@ -81,9 +94,6 @@ def run(
         max_tokens=max_tokens,
         timeout=timeout,
     )
-    allowed: Any = None
-    if tools is not None:
-        allowed = [t.strip() for t in tools.split(",") if t.strip()]
     with session() as stack:
         close_provider(stack, chosen)
         store = None if no_record else stack.enter_context(open_store(db))
@@ -95,3 +105,31 @@ def run(
     report(result, privacy_level=level, max_tokens=max_tokens)
     if result.termination_reason is TerminationReason.FAILED:
         raise SystemExit(1)
+
+
+def _queue(
+    prompt: str, allowed: Any, privacy: str | None, db: str | None, *, no_record: bool
+) -> None:
+    """``run --queue``: the run and its prompt go to the shared store, the queue gets its id."""
+    from nr_llm_core.audit import AuditStoreError
+    from nr_llm_core.cli._output import visible
+    from nr_llm_core.cli._store import store_target
+    from nr_llm_core.stores import store_kind
+
+    if no_record:
+        raise click.UsageError("--queue records the run: it cannot go with --no-record")
+    target = store_target(db)
+    if store_kind(target) != "postgresql":
+        raise click.UsageError("--queue needs a PostgreSQL store: --db postgresql+psycopg://…")
+    try:
+        from nr_llm_core.stores.queue import enqueue_run
+    except ImportError:
+        raise click.ClickException(
+            "--queue needs the postgres extra: pip install 'nr-llm[postgres]'"
+        ) from None
+    try:
+        run_id = enqueue_run(target, prompt, allowed=allowed, privacy=privacy)
+    except AuditStoreError as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    click.echo(run_id)
+    click.echo(f"queued: a worker will run it (nr-llm runs show {run_id})", err=True)

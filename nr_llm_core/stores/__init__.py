@@ -144,10 +144,9 @@ class AuditStore(ClaimingRecorder, Protocol):
 
 
 def default_target() -> str:
-    """``$NR_LLM_DB`` if set, else ``./.nr-llm/audit.db``."""
-    from nr_llm_core.audit import default_db_path
-
-    return str(default_db_path())
+    """``$NR_LLM_DB`` if set (a path or a URL), else ``./.nr-llm/audit.db``."""
+    named = os.environ.get("NR_LLM_DB", "").strip()
+    return named or os.path.join(".nr-llm", "audit.db")
 
 
 def open_store(

@@ -95,6 +95,7 @@ class PostgresStore:
     ) -> None:
         #: The store's URL as it may be shown (password masked).
         self.label = masked(url)
+        self._url = url
         self.ceiling = None if privacy is None else resolve_privacy_level(privacy)
         self.privacy = effective_level(self.ceiling)
         self._filters = {
@@ -127,6 +128,11 @@ class PostgresStore:
         """Close the pool's connections; the store is unusable afterwards."""
         self._closed = True
         self._engine.dispose()
+
+    def url(self) -> str:
+        """The URL the store was opened with, password included: for opening another
+        connection to the same server (the queue). Never log or show it: :attr:`label`."""
+        return self._url
 
     @property
     def engine(self) -> Engine:
