@@ -62,8 +62,10 @@ def test_two_workers_run_every_run_once_and_every_approved_call_once(
             if task == "nr_llm.execute_run":
                 assert set(args) == {"run_id"}
         racing = [f.start_cli("runs", "approve", runs[0], "--yes") for _ in range(2)]
-        outcomes = [(p.returncode, *p.communicate(timeout=180)) for p in racing]
-        outcomes = [(p.returncode, out, err) for p, (_, out, err) in zip(racing, outcomes)]
+        outcomes = []
+        for proc in racing:
+            out, err = proc.communicate(timeout=180)
+            outcomes.append((proc.returncode, out, err))
         assert sorted(code for code, _, _ in outcomes) == [0, 1], outcomes
         loser = next(err for code, _, err in outcomes if code == 1)
         assert "already resumed by cli on" in loser
@@ -84,7 +86,7 @@ def test_two_workers_run_every_run_once_and_every_approved_call_once(
                 kinds = [s["kind"] for s in store.steps(run_id)]
                 assert kinds.count("approval") == 1 and kinds.count("tool") == 2
                 assert [s["seq"] for s in store.steps(run_id)] == list(range(1, len(kinds) + 1))
-        for task, args in queue_payloads(pg_url):
+        for _, args in queue_payloads(pg_url):
             assert "CANARY" not in json.dumps(args)
 
 
