@@ -315,7 +315,11 @@ def _stricter_zone(*zones: str | None) -> str:
 
 
 def take(
-    conn: Connection, run_id: str, worker: str, zone: str, ceiling: PrivacyLevel
+    conn: Connection,
+    run_id: str,
+    worker: str,
+    zone: str,
+    named: tuple[PrivacyLevel | str | None, ...],
 ) -> Taken | None:
     """Lock the run; hand it to ``worker`` if it is queued, or again if it is running with a
     state (the engine retries it after its worker was lost); else ``None``."""
@@ -342,7 +346,9 @@ def take(
         return None
     found = _checked(run_id, row[4], row[5], row[6], row[7])
     zone_now = _stricter_zone(recorded_zone, zone)
-    level_now = effective_level(resolve_privacy_level(level), ceiling).value
+    # The run's level and the levels this worker names (its store's, its own, the
+    # environment's): the strictest; nothing named never widens or narrows it.
+    level_now = effective_level(resolve_privacy_level(level), *named).value
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)

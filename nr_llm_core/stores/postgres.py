@@ -499,7 +499,7 @@ class PostgresStore:
         waiting for a human, unknown). The run's trust zone and privacy level become the
         stricter of what they were and this worker's (``zone``, ``privacy``)."""
         with self._write() as conn:
-            taken = _st.take(conn, run_id, worker, zone, self.level_for(privacy))
+            taken = _st.take(conn, run_id, worker, zone, (self.ceiling, privacy))
         if taken is not None:
             self._levels[run_id] = resolve_privacy_level(taken.privacy_level)
         return taken
