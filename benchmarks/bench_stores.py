@@ -206,21 +206,24 @@ def approvals_per_second(url: str, count: int) -> float:
     from nr_llm_core.stores.queue import approve_for_worker, enqueue_run
 
     os.environ["NR_LLM_SECRET"] = SECRET
-    with tempfile.TemporaryDirectory() as tmp, workers(url, Path(tmp), 2):
-        with open_store(url) as store:
-            runs = [enqueue_run(store, f"run {n}") for n in range(count)]  # type: ignore[arg-type]
-            wait_all(store, runs, "suspended")
-            t0 = time.perf_counter()
-            for run in runs:
-                state = SuspendedRunState.from_dict(store.load_suspended(run) or {})
-                approve_for_worker(
-                    store,  # type: ignore[arg-type]
-                    run,
-                    digest=state.digest,
-                    decisions=decisions_for(state, True),
-                )
-            wait_all(store, runs, "completed")
-            return count / (time.perf_counter() - t0)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        workers(url, Path(tmp), 2),
+        open_store(url) as store,
+    ):
+        runs = [enqueue_run(store, f"run {n}") for n in range(count)]  # type: ignore[arg-type]
+        wait_all(store, runs, "suspended")
+        t0 = time.perf_counter()
+        for run in runs:
+            state = SuspendedRunState.from_dict(store.load_suspended(run) or {})
+            approve_for_worker(
+                store,  # type: ignore[arg-type]
+                run,
+                digest=state.digest,
+                decisions=decisions_for(state, True),
+            )
+        wait_all(store, runs, "completed")
+        return count / (time.perf_counter() - t0)
 
 
 def main() -> None:
