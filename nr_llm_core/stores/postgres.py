@@ -59,6 +59,8 @@ __all__ = ["PostgresStore"]
 logger = logging.getLogger("nr_llm.audit")
 
 _OPEN: Final = (RunStatus.RUNNING.value, RunStatus.SUSPENDED.value)
+_MIN_PREFIX: Final = 4  # as the SQLite store's run-id prefixes
+_MAX_CANDIDATES: Final = 5
 
 _BUMP: Final = (
     sa.update(runs)
@@ -391,6 +393,36 @@ class PostgresStore:
             max(0, int(limit))
         )
         return [run_record(tuple(row)) for row in self._read(query)]
+
+    def resolve_run_id(self, given: str) -> str:
+        """The id of the run ``given`` names: its whole id, or a prefix of at least four
+        characters that exactly one run's id starts with (case-sensitive, no wildcard;
+        compared in byte order whatever the database's collation). :class:`UnknownRunError`
+        when none matches, :class:`AuditStoreError` naming up to five when several do."""
+        shown = given[:80]
+        if self._read(sa.select(runs.c.id).where(runs.c.id == given)):
+            return given
+        if len(given) < _MIN_PREFIX:
+            raise UnknownRunError(
+                f"no such run {shown!r} (a prefix needs at least {_MIN_PREFIX} characters)"
+            )
+        key = runs.c.id.collate("C")
+        rows = self._read(
+            sa.select(runs.c.id)
+            .where(key >= given, key < given + "\U0010ffff")
+            .order_by(key)
+            .limit(_MAX_CANDIDATES + 1)
+        )
+        matches = [str(r[0]) for r in rows if str(r[0]).startswith(given)]
+        if not matches:
+            raise UnknownRunError(f"no such run {shown!r}")
+        if len(matches) > 1:
+            named = ", ".join(matches[:_MAX_CANDIDATES])
+            more = " and more" if len(matches) > _MAX_CANDIDATES else ""
+            raise AuditStoreError(
+                f"run id prefix {shown!r} is ambiguous: {named}{more}; give more characters"
+            )
+        return matches[0]
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""

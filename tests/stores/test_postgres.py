@@ -22,6 +22,7 @@ from nr_llm_core.trace import RunStep, StepKind
 from .pg_server import Server
 
 PASSWORD = "PG-PASSWORD-CANARY"
+PURGE = ("privacy", "purge", "--older-than", "0")
 
 
 def test_the_two_schemas_have_the_same_runs_and_events_columns(tmp_path: Path, pg_url: str) -> None:
@@ -147,3 +148,79 @@ def test_a_run_that_moves_keeps_the_stricter_zone_and_level(pg_url: str) -> None
         assert store.get_run("moving")["privacy_level"] == "metadata"
         store.settle_completed("moving")
         assert store.take("moving", worker="w4", zone="local") is None
+
+
+def test_the_playground_and_privacy_purge_work_on_postgresql(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real playground on 127.0.0.1 recording into PostgreSQL: a run that waits for
+    approval is resumed over HTTP (through the store's claim) and listed with its steps; then
+    ``nr-llm privacy purge`` on the same URL deletes it."""
+    import httpx
+
+    from nr_llm_core import ScriptedProvider
+    from nr_llm_core.playground import PlaygroundServer
+    from nr_llm_core.playground._store import open_store as playground_store
+
+    from ..store._support import APPEND_TURNS, LOG_VAR, append_host, log_lines
+
+    log = tmp_path / "append.log"
+    monkeypatch.setenv(LOG_VAR, str(log))
+    recorded = playground_store(pg_url)
+    server = PlaygroundServer(
+        append_host(),
+        providers={"append": lambda: ScriptedProvider(APPEND_TURNS)},
+        store=recorded,
+    ).start()
+    client = httpx.Client(
+        base_url=server.origin,
+        headers={"X-NR-LLM-Token": server.token, "Accept": "application/json"},
+        timeout=120,
+    )
+    try:
+        body = client.post("/api/runs", json={"prompt": "append once", "provider": "append"})
+        paused = body.json()["events"][-1]
+        assert paused["event"] == "awaiting_approval", body.text
+        resumed = client.post(
+            f"/api/runs/{paused['run_id']}/resume",
+            json={"digest": paused["digest"], "approved": True},
+        )
+        assert resumed.json()["events"][-1]["event"] == "done", resumed.text
+        listed = client.get(f"/api/runs/{paused['run_id']}").json()
+        assert listed["run"]["status"] == "completed"
+        assert [s["seq"] for s in listed["steps"]] == list(range(1, len(listed["steps"]) + 1))
+    finally:
+        client.close()
+        server.stop()
+        recorded.close()
+    assert len(log_lines(log)) == 1
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("NR_LLM_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "nr_llm_core", *PURGE, "--db", pg_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "Purged 1 run(s)" in done.stdout, done.stderr
+    with open_store(pg_url) as store:
+        assert store.list_runs() == []
+
+
+def test_run_ids_resolve_by_prefix_in_byte_order(pg_url: str) -> None:
+    """The SQLite store's prefix rule on PostgreSQL: whole id first, a unique prefix of four
+    or more, no wildcard, case-sensitive, whatever the database's collation."""
+    from nr_llm_core.audit import UnknownRunError
+
+    with PostgresStore(pg_url) as store:
+        for run_id in ("abcd", "abcdef01", "abce0001", "a_cd1234", "beef0001", "beef0002"):
+            store.begin(run_id)
+        assert store.resolve_run_id("abcd") == "abcd"
+        assert store.resolve_run_id("abce") == "abce0001"
+        assert store.resolve_run_id("a_cd") == "a_cd1234"
+        with pytest.raises(AuditStoreError, match="ambiguous: beef0001, beef0002"):
+            store.resolve_run_id("beef")
+        for given in ("ab_d", "a%cd", "ABCE", "fed", "zzzz"):
+            with pytest.raises(UnknownRunError):
+                store.resolve_run_id(given)
