@@ -142,7 +142,10 @@ def test_an_extras_home_may_import_it_and_be_imported_lazily(tmp_path: Path) -> 
     (home / "__init__.py").write_text("import orjson\n\nfrom nr_llm_core import encoding\n")
     text = PYPROJECT.read_text(encoding="utf-8")
     config = tmp_path / "pyproject.toml"
-    config.write_text(text.replace("homes = []", 'homes = ["orjson: nr_llm_core.orjson_bridge"]'))
+    assert "homes = [" in text
+    config.write_text(
+        text.replace("homes = [", 'homes = ["orjson: nr_llm_core.orjson_bridge", ', 1)
+    )
     _append(package, "loop.py", LAZY.format("from nr_llm_core import orjson_bridge"))
     states, out = _lint(tmp_path, config)
     assert _broken(states) == set(), out
