@@ -29,8 +29,8 @@ def log(context, tool):
     with open(os.environ["STORE_TEST_WORKER_LOG"], "a", encoding="utf-8") as out:
         out.write(f"{context.run_id} {tool} {os.getpid()}\\n")
 
-def spec(name, approval):
-    return ToolSpec(name, name, {"type": "object", "properties": {}}, data_class="public",
+def spec(name, approval, data_class="public"):
+    return ToolSpec(name, name, {"type": "object", "properties": {}}, data_class=data_class,
                     requires_approval=approval)
 
 class Note:
@@ -42,6 +42,17 @@ class Note:
     def execute(self, arguments, context):
         log(context, "note")
         return ToolResult.text("noted")
+
+class InternalNote:
+    """Internal data: a provider in the external zone is never offered it."""
+    @hookimpl
+    def tool_spec(self):
+        return spec("internal_note", False, "internal")
+
+    @hookimpl
+    def execute(self, arguments, context):
+        log(context, "internal_note")
+        return ToolResult.text("internal")
 
 class Append:
     @hookimpl
@@ -99,6 +110,7 @@ def make_site(root: Path) -> Path:
         "append_line = nr_llm_worker_tools:Append\n"
         "block = nr_llm_worker_tools:Block\n"
         "block_approved = nr_llm_worker_tools:BlockApproved\n"
+        "internal_note = nr_llm_worker_tools:InternalNote\n"
     )
     (info / "RECORD").write_text("")
     (site / "nr_llm_worker_tools.py").write_text(textwrap.dedent(TOOLS))
@@ -128,7 +140,7 @@ class Fleet:
         self.env = env
         self.workers: dict[str, subprocess.Popen[str]] = {}
 
-    def start_worker(self, name: str) -> subprocess.Popen[str]:
+    def start_worker(self, name: str, *extra: str) -> subprocess.Popen[str]:
         out = open(self.root / f"{name}.out", "w")  # noqa: SIM115  # closed with the process
         proc = subprocess.Popen(
             [
@@ -144,6 +156,7 @@ class Fleet:
                 "0.5",
                 "--stalled-after",
                 "3",
+                *extra,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

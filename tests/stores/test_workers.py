@@ -157,3 +157,35 @@ def test_an_approved_call_whose_worker_is_killed_is_not_run_again(
         f.release.touch()
         approved = [pid for r, t, pid in f.lines() if r == run_id and t == "block_approved"]
         assert approved == [f.workers[victim].pid]
+
+
+def test_a_run_resumed_by_a_worker_of_a_wider_zone_keeps_the_stricter_rules(
+    tmp_path: Path, site: Path, pg_url: str
+) -> None:
+    """A run that began on a worker whose provider is external waits for approval; only a
+    local-zone worker is left to resume it. The run keeps the external zone: the internal
+    tool the model then asks for is not offered and does not run, and the run row says
+    external."""
+    turns: list[Any] = [call("append_line", "a1"), call("internal_note", "i1"), "done"]
+    with fleet(tmp_path, site, pg_url, turns) as f:
+        f.start_worker("external", "--trust-zone", "external")
+        run_id = enqueue_run(pg_url, "begin outside")
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "suspended", "the approval wait")
+        f.workers["external"].terminate()
+        f.workers["external"].wait(60)
+        f.start_worker("local")  # the scripted provider's own zone: local
+        assert f.cli("runs", "approve", run_id, "--yes").returncode == 0
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "completed", "the local worker")
+        tools = [t for r, t, _ in f.lines() if r == run_id]
+        assert tools == ["append_line"]
+        engine = sa.create_engine(pg_url)
+        with engine.connect() as conn:
+            zone, taken_by = conn.execute(
+                sa.text("SELECT trust_zone, taken_by FROM runs WHERE id = :r"), {"r": run_id}
+            ).one()
+        engine.dispose()
+        assert (zone, taken_by) == ("external", "local")
+        with open_store(pg_url) as store:
+            steps = store.steps(run_id)
+        refused = [s for s in steps if s["kind"] == "tool" and s["step"].get("tool_is_error")]
+        assert len(refused) == 1
