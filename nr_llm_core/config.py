@@ -63,6 +63,9 @@ wrong type, is an error that names the file and the key)::
     # A server over Streamable HTTP has url = "https://…" instead of command, and may name
     # token_env (the variable holding its bearer token), ca_bundle and proxy.
 
+    [store]              # the audit store (flag --db, variable NR_LLM_DB)
+    db = "postgresql+psycopg://nr_llm@db.internal/nr_llm"  # or a SQLite file's path
+
 Precedence, per setting: a flag, then the environment, then the file, then the default. The
 lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
 add a name to what the file isolates or blocks, never take one away. A provider's flags
@@ -124,7 +127,16 @@ _FILE_NAME: Final = "config.toml"
 _MAX_FILE_BYTES: Final = 1 << 20
 
 Kind = Literal[
-    "names", "flag", "seconds", "seconds_or_off", "limit", "choice", "text", "url", "tokens"
+    "names",
+    "flag",
+    "seconds",
+    "seconds_or_off",
+    "limit",
+    "choice",
+    "text",
+    "url",
+    "tokens",
+    "store",
 ]
 
 
@@ -292,6 +304,17 @@ SCHEMA: Final[tuple[Key, ...]] = (
         env=ENV_DISABLE_GROUPS,
     ),
     *_PROVIDER_KEYS,
+    # A URL may hold a password: it is shown masked (nr_llm_core.stores.masked), never as is.
+    Key(
+        "store",
+        "db",
+        "store",
+        None,
+        "the audit store: a SQLite file or a postgresql+psycopg:// URL "
+        "(default: ./.nr-llm/audit.db)",
+        flag="--db",
+        env="NR_LLM_DB",
+    ),
 )
 _KEYS: Final = {key.dotted: key for key in SCHEMA}
 _SECTIONS: Final = {
@@ -580,6 +603,10 @@ def _from_file(key: Key, value: Any, where: str) -> Any:
         if type(value) is not bool:
             raise ConfigurationError(f"{where} must be true or false")
         return value
+    if key.kind == "store":
+        if type(value) is not str or not value.strip():
+            raise ConfigurationError(f"{where} must be a file path or a database URL")
+        return value.strip()
     if key.kind == "limit":
         if type(value) is not int or value < 0:
             raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
@@ -619,7 +646,7 @@ def _env_value(key: Key, raw: str) -> Any:
     assert key.env is not None
     if key.kind == "names":
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
-    if key.kind == "url":  # checked when the provider is built, naming the variable
+    if key.kind == "url" or key.kind == "store":  # a URL: checked where it is used
         return raw
     try:
         number = float(raw)

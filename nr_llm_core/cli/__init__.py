@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "providers": "nr_llm_core.cli.providers:providers",
     "keys": "nr_llm_core.cli.keys:keys",
     "mcp": "nr_llm_core.cli.mcp:mcp",
+    "worker": "nr_llm_core.cli.worker:worker",
 }
 
 
