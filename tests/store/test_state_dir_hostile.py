@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from nr_llm_core import AgentRunPersister
-from nr_llm_core.audit import AuditStoreError
+from nr_llm_core.audit import AuditStoreError, SuspendedStateError
 from nr_llm_core.errors import NrLlmError
 
 from ._support import owned_files
@@ -158,3 +158,28 @@ def test_a_state_folder_others_control_gets_no_conversation(tmp_path: Path, how:
         with pytest.raises(AuditStoreError):
             store.suspend(run, STATE)
     assert not [name for name, data in owned_files(db).items() if CANARY.encode() in data]
+
+
+@POSIX_ONLY
+def test_a_state_file_swapped_for_a_symlink_is_neither_followed_nor_zeroed(
+    tmp_path: Path,
+) -> None:
+    """A waiting run's state file replaced by a symbolic link to a copy of the same bytes
+    elsewhere (so its hash matches): the claim refuses it as lost, and discarding the run
+    removes the link without writing to the file it points to. (Holds today.)"""
+    db = tmp_path / "audit.db"
+    with AgentRunPersister(db) as store:
+        run = store.begin()
+        store.suspend(run, STATE)
+    (name,) = os.listdir(_state_dir(db))
+    state = _state_dir(db) / name
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(state.read_bytes())
+    state.unlink()
+    state.symlink_to(elsewhere)
+    with AgentRunPersister(db) as store:
+        with pytest.raises(SuspendedStateError):
+            store.claim_suspended(run)
+        store.discard(run)
+    assert not os.path.lexists(state)
+    assert CANARY.encode() in elsewhere.read_bytes()  # the link's target was not wiped
