@@ -168,6 +168,21 @@ def permitted_tables(conn: Connection, config: RecordsConfig) -> list[str]:
     return sorted(n for n in names if not config.table_hidden(n))
 
 
+def visible_columns(conn: Connection, config: RecordsConfig, names: list[str]) -> list[list[str]]:
+    """For each of ``names`` (permitted tables), the names of its columns that may be shown."""
+    import sqlalchemy as sa
+
+    inspector = sa.inspect(conn)
+    return [
+        [
+            str(c["name"])
+            for c in inspector.get_columns(n)
+            if not config.column_hidden(str(c["name"]))
+        ]
+        for n in names
+    ]
+
+
 def _type_name(type_: Any) -> str:
     try:
         return str(type_)

@@ -26,6 +26,7 @@ __all__ = [
     "hidden_note",
     "refusal_name",
     "render_records",
+    "render_table_list",
     "scalar_problem",
 ]
 
@@ -124,6 +125,26 @@ def render_records(
         parts.append(f"More records follow: call again with offset={offset + len(rows)}.")
     return ToolResult.text(
         "\n".join(parts), Artifact.table(f"{schema.name} records", columns, rows)
+    )
+
+
+def render_table_list(names: list[str], columns: list[list[str]]) -> ToolResult:
+    """``list_tables``' result: the model gets the table names; the TABLE artifact ``tables``,
+    which stays behind, adds each table's visible columns (the model asks ``describe_table``).
+    """
+    rows: list[list[str]] = []
+    size = 100
+    for name, visible in zip(names, columns, strict=True):
+        row = [format_cell(name), format_cell(", ".join(visible))]
+        row_size = len(encode_json(row)) + 1
+        if size + row_size > _ARTIFACT_BUDGET:
+            break
+        size += row_size
+        rows.append(row)
+    label = "tables" if len(rows) == len(names) else f"tables (first {len(rows)} of {len(names)})"
+    return ToolResult.text(
+        f"Tables ({len(names)}): " + ", ".join(names),
+        Artifact.table(label, ["table", "columns"], rows),
     )
 
 

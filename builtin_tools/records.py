@@ -21,6 +21,7 @@ from ._records_db import (
     permitted_tables,
     quoted_table,
     table_schema,
+    visible_columns,
 )
 from ._records_format import (
     SEP,
@@ -29,6 +30,7 @@ from ._records_format import (
     hidden_note,
     refusal_name,
     render_records,
+    render_table_list,
     scalar_problem,
 )
 
@@ -52,7 +54,8 @@ def _int(arguments: dict[str, Any], key: str, default: int) -> int:
 
 @final
 class ListTables:
-    """``list_tables``: the names of the permitted tables."""
+    """``list_tables``: the names of the permitted tables; the TABLE artifact ``tables``,
+    which the model never sees, lists each one's visible columns."""
 
     @hookimpl
     def tool_spec(self) -> ToolSpec:
@@ -69,11 +72,12 @@ class ListTables:
         try:
             with connect() as (conn, config):
                 names = permitted_tables(conn, config)
+                columns = visible_columns(conn, config, names)
         except DatabaseUnavailable as exc:
             return ToolResult.error(exc.message)
         if not names:
             return ToolResult.text("No tables are available.")
-        return ToolResult.text(f"Tables ({len(names)}): " + ", ".join(names))
+        return render_table_list(names, columns)
 
 
 @final

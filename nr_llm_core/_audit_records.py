@@ -15,6 +15,9 @@ from nr_llm_core.results import Artifact, ToolResult
 
 __all__ = [
     "DISCARDED",
+    "MAX_CANDIDATES",
+    "MIN_RUN_ID_PREFIX",
+    "AmbiguousRunIdError",
     "AuditStoreError",
     "RunRecord",
     "RunSettledError",
@@ -22,6 +25,7 @@ __all__ = [
     "StepRecord",
     "SuspendedStateError",
     "UnknownRunError",
+    "chosen_run",
     "refuse_artifacts",
     "resume_refusal",
     "run_record",
@@ -30,6 +34,10 @@ __all__ = [
 
 #: The termination reason of a run that was discarded while it waited for approval.
 DISCARDED = "discarded"
+#: The shortest run id prefix that is looked up; a shorter string must be a whole id.
+MIN_RUN_ID_PREFIX = 4
+#: How many candidates an ambiguous run id prefix names.
+MAX_CANDIDATES = 5
 
 
 class AuditStoreError(NrLlmError):
@@ -37,7 +45,32 @@ class AuditStoreError(NrLlmError):
 
 
 class UnknownRunError(AuditStoreError):
-    """No run has this id."""
+    """No run has this id (or, for a prefix, no run's id starts with it)."""
+
+
+class AmbiguousRunIdError(AuditStoreError):
+    """A run id prefix that more than one run's id starts with; ``candidates`` holds some of
+    them (at most :data:`MAX_CANDIDATES`)."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+def chosen_run(given: str, matches: list[str]) -> str:
+    """The one run a prefix ``given`` names among ``matches`` (ids starting with it, sorted,
+    at most one more than :data:`MAX_CANDIDATES`): the rule both stores apply."""
+    shown = given[:80]
+    if not matches:
+        raise UnknownRunError(f"no such run {shown!r}")
+    if len(matches) > 1:
+        named = ", ".join(matches[:MAX_CANDIDATES])
+        more = " and more" if len(matches) > MAX_CANDIDATES else ""
+        raise AmbiguousRunIdError(
+            f"run id prefix {shown!r} is ambiguous: {named}{more}; give more characters",
+            tuple(matches[:MAX_CANDIDATES]),
+        )
+    return matches[0]
 
 
 class RunSettledError(AuditStoreError):
@@ -51,8 +84,12 @@ class SuspendedStateError(AuditStoreError):
 
 
 class RunStatus(enum.StrEnum):
-    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final."""
+    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final.
 
+    ``queued``: waiting for a worker (a shared store only: queued by ``nr-llm run --queue``,
+    or approved for a worker to resume)."""
+
+    QUEUED = "queued"
     RUNNING = "running"
     SUSPENDED = "suspended"
     COMPLETED = "completed"
@@ -62,7 +99,7 @@ class RunStatus(enum.StrEnum):
     @property
     def final(self) -> bool:
         """Whether the status can no longer change."""
-        return self not in (RunStatus.RUNNING, RunStatus.SUSPENDED)
+        return self not in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
 
 
 class RunRecord(TypedDict):
@@ -121,7 +158,7 @@ def resume_refusal(run_id: str, record: RunRecord | None) -> AuditStoreError | A
     """The error for resuming ``run_id`` when it cannot be claimed: unknown, taken by someone
     (who and when, from the claim recorded with the run), or not waiting at all."""
     if record is None:
-        return UnknownRunError(f"no run {run_id[:80]!r}")
+        return UnknownRunError(f"no such run {run_id[:80]!r}")
     who, when = record["claimed_by"], record["claimed_at"]
     if record["status"] == RunStatus.SUSPENDED:
         # Waiting, but on another turn than the one the caller saw: someone resumed it since.

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from nr_llm_core._inert import format_frames, printable, qualified_name, traceback_of
+from nr_llm_core._inert import (
+    format_frames,
+    is_users_interrupt,
+    printable,
+    qualified_name,
+    traceback_of,
+)
 from nr_llm_core.bounding import bound_result
 from nr_llm_core.errors import TimedOut
 from nr_llm_core.failures import (
@@ -42,7 +48,7 @@ from nr_llm_core.results import ToolResult
 if TYPE_CHECKING:
     from nr_llm_core._registry import Tool
 
-__all__ = ["call_tool", "dispatch", "is_users_interrupt"]
+__all__ = ["call_tool", "dispatch"]
 
 logger = logging.getLogger("nr_llm.host")
 
@@ -57,13 +63,6 @@ def call_tool(tool: Tool, arguments: dict[str, Any], context: ToolContext | None
     if tool.argnames[0] == "arguments":
         return tool.execute(arguments, context)
     return tool.execute(context, arguments)
-
-
-def is_users_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc``, caught where it was raised, is the user's Ctrl-C: an exact
-    ``KeyboardInterrupt`` in the main thread. (A signal handler runs in the main thread only;
-    a ``KeyboardInterrupt`` in any other thread, or a subclass, was raised by code.)"""
-    return type(exc) is KeyboardInterrupt and threading.current_thread() is threading.main_thread()
 
 
 @attrs.frozen

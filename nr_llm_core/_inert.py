@@ -17,6 +17,7 @@ import itertools
 import linecache
 import os
 import stat
+import threading
 import types
 from collections import deque
 from typing import Any, Final
@@ -28,6 +29,7 @@ __all__ = [
     "exception_args",
     "exception_dict",
     "format_frames",
+    "is_users_interrupt",
     "known_type_phrase",
     "own_item",
     "printable",
@@ -222,3 +224,10 @@ def format_frames(tb: types.TracebackType | None) -> str:
     if tb is not None:
         lines.append(f"  … later frames not shown (the traceback is over {_MAX_WALK} long)")
     return "\n".join(lines)
+
+
+def is_users_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc``, caught where it was raised, is the user's Ctrl-C: an exact
+    ``KeyboardInterrupt`` in the main thread. (A signal handler runs in the main thread only;
+    a ``KeyboardInterrupt`` in any other thread, or a subclass, was raised by code.)"""
+    return type(exc) is KeyboardInterrupt and threading.current_thread() is threading.main_thread()

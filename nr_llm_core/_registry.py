@@ -10,23 +10,21 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from importlib.machinery import ModuleSpec
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
-from nr_llm_core._dispatch import is_users_interrupt
 from nr_llm_core._hookimpls import Hookimpl
-from nr_llm_core._inert import known_type_phrase, own_item
+from nr_llm_core._inert import is_users_interrupt, known_type_phrase, own_item
 from nr_llm_core._schema import ArgumentCheck, compile_arguments
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.failures import Problem, short
+from nr_llm_core.hooks import ToolContext
 from nr_llm_core.results import DataClass, ToolSpec
-
-if TYPE_CHECKING:
-    from nr_llm_core.isolation.client import RemoteTool
 
 __all__ = [
     "MAX_REASON_CHARS",
+    "OutOfProcess",
     "Tool",
     "build_tool",
     "compile_schema",
@@ -38,6 +36,22 @@ __all__ = [
 MAX_REASON_CHARS: Final = 300
 _MODULE_DICT: Final = vars(types.ModuleType)["__dict__"]
 _SPEC_DICT: Final = ModuleSpec.__dict__["__dict__"]
+
+
+class OutOfProcess(Protocol):
+    """Runs the calls of a tool that lives in another process (an isolated worker, an MCP
+    server), within a deadline it enforces itself: it can stop what it waits for."""
+
+    @property
+    def timeout(self) -> float:
+        """The per-call limit when the caller names none (seconds)."""
+        ...
+
+    def call(
+        self, arguments: dict[str, Any], context: ToolContext | None, timeout: float
+    ) -> object:
+        """The tool's return value (the seam bounds it); raises ``TimedOut`` past ``timeout``."""
+        ...
 
 
 @attrs.frozen
@@ -55,9 +69,11 @@ class Tool:
     explain: Callable[[Any], tuple[Problem, ...]]
     distribution: str | None
     enabled: bool = False
-    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
-    # the limit to the worker, which is killed when it passes.
-    remote: RemoteTool | None = None
+    # Set for a tool in another process (then ``execute`` is its ``execute``): the timeout
+    # path hands the limit to it, and it kills what it waits for when the limit passes.
+    remote: OutOfProcess | None = None
+    # Set for a tool another program serves (an MCP server, not one of the host's workers).
+    external: bool = False
     # Read on every call (the hot path): computed once here rather than in a property.
     takes_context: bool = attrs.field(init=False)
 

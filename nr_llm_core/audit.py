@@ -36,6 +36,9 @@ from typing import Any, Final, final
 from nr_llm_core import _audit_schema, _audit_states
 from nr_llm_core import _audit_suspension as _suspension
 from nr_llm_core._audit_records import (
+    MAX_CANDIDATES,
+    MIN_RUN_ID_PREFIX,
+    AmbiguousRunIdError,
     AuditStoreError,
     RunRecord,
     RunSettledError,
@@ -43,6 +46,7 @@ from nr_llm_core._audit_records import (
     StepRecord,
     SuspendedStateError,
     UnknownRunError,
+    chosen_run,
     refuse_artifacts,
     resume_refusal,
     run_record,
@@ -68,7 +72,9 @@ from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
 
 __all__ = [
     "DB_ENV_VAR",
+    "MIN_RUN_ID_PREFIX",
     "AgentRunPersister",
+    "AmbiguousRunIdError",
     "AuditStoreError",
     "RunRecord",
     "RunSettledError",
@@ -360,7 +366,7 @@ class AgentRunPersister:
             raise AuditStoreError(f"{final_status.value!r} is not a final status")
         level = self._level(run_id)
         if level is None:
-            raise UnknownRunError(f"no run {run_id!r}")
+            raise UnknownRunError(f"no such run {run_id[:80]!r}")
         reason = self._filters[level].filter_reason(termination_reason)
         with self._write() as conn:
             self._require_open(conn, run_id)
@@ -404,7 +410,7 @@ class AgentRunPersister:
     def _require_open(conn: Any, run_id: str) -> str:
         row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise UnknownRunError(f"no run {run_id!r}")
+            raise UnknownRunError(f"no such run {run_id[:80]!r}")
         if RunStatus(row[0]).final:
             raise RunSettledError(f"run {run_id!r} is already {row[0]}")
         return str(row[0])
@@ -537,6 +543,8 @@ class AgentRunPersister:
     def _move_out_states(self, conn: sqlite3.Connection, old_version: int) -> None:
         if _suspension.move_out_states(conn, self._states, old_version):
             self._moved_states = True
+        # The replaced files are wiped by the sweep that follows the open.
+        _suspension.resign_states(conn, self._states, old_version)
 
     # -- reading and retention -----------------------------------------------------------------
 
@@ -547,6 +555,33 @@ class AgentRunPersister:
             (max(0, int(limit)),),
         )
         return [run_record(row) for row in rows]
+
+    def resolve_run_id(self, given: str) -> str:
+        """The id of the run ``given`` names: its whole id, or, like a short git hash, a
+        prefix of at least :data:`MIN_RUN_ID_PREFIX` characters that exactly one run's id
+        starts with (case-sensitive; no character is a wildcard).
+
+        Raises :class:`UnknownRunError` (``no such run '…'``) when no run matches, and
+        :class:`AmbiguousRunIdError`, naming up to five of the runs, when several do."""
+        shown = given[:80]
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (argv bytes): no stored id has one
+            raise UnknownRunError(f"no such run {shown!r}") from None
+        if self._read("SELECT 1 FROM runs WHERE id = ?", (given,)):
+            return given
+        if len(given) < MIN_RUN_ID_PREFIX:
+            raise UnknownRunError(
+                f"no such run {shown!r} (a prefix needs at least {MIN_RUN_ID_PREFIX} characters)"
+            )
+        # Every id in [given, given + U+10FFFF) starts with given (ids compare as UTF-8 bytes,
+        # in code point order), so the primary key's index answers it: no LIKE, no escaping.
+        rows = self._read(
+            "SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (given, given + "\U0010ffff", MAX_CANDIDATES + 1),
+        )
+        matches = [str(r[0]) for r in rows if str(r[0]).startswith(given)]
+        return chosen_run(given, matches)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
@@ -572,6 +607,29 @@ class AgentRunPersister:
             )
             for r in rows
         ]
+
+    def steps_of(
+        self, run_ids: Collection[str], *, kind: str, first: bool = False
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The stored ``kind`` steps of each of ``run_ids``, decoded, in sequence order, in
+        one query (for a listing: the prompt a run's first request kept, a failed run's
+        error); ``first``: only a run's first step, when it is of that kind. A run without
+        one is left out."""
+        ids = list(dict.fromkeys(run_ids))
+        found: dict[str, list[dict[str, Any]]] = {}
+        # Chunks stay under SQLite's limit on bound parameters.
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            where = " AND seq = 1" if first else ""
+            rows = self._read(
+                f"SELECT run_id, payload FROM events WHERE kind = ?{where} "  # noqa: S608  # only fixed text and placeholders are joined
+                f"AND run_id IN ({marks}) ORDER BY run_id, seq",
+                (kind, *chunk),
+            )
+            for run_id, payload in rows:
+                found.setdefault(str(run_id), []).append(decode_json(payload))
+        return found
 
     def purge(self, older_than_days: float) -> int:
         """Delete every run started more than ``older_than_days`` ago, with its steps.

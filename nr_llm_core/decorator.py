@@ -251,10 +251,11 @@ def tool(
     Use it bare (``@tool``) or with metadata (``@tool(group="git", data_class="internal")``).
     The name is the function's name unless ``name`` is given; the description is the first
     paragraph of the docstring unless ``description`` is given; parameter descriptions come
-    from an ``Args:`` (Google) or ``Parameters`` (NumPy) section or from
-    ``Annotated[T, "description"]``. Parameters without a default are required. A parameter
-    annotated ``ToolContext`` (or ``ToolContext | None``) receives the call's context and is
-    not part of the schema. The function returns a ``str`` or a :class:`ToolResult`.
+    from ``Annotated[T, "description"]``, else from an ``Args:`` (Google) section, a
+    ``Parameters`` (NumPy) section or ``:param x:`` (Sphinx/reST) fields. Parameters without a
+    default are required. A parameter annotated ``ToolContext`` (or ``ToolContext | None``)
+    receives the call's context and is not part of the schema. The function returns a ``str``
+    or a :class:`ToolResult`.
 
     Raises ``TypeError`` at decoration time, naming the function and the parameter, for what
     cannot be described: a missing annotation, ``*args``/``**kwargs``, an unsupported type.

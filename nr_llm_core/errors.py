@@ -5,17 +5,24 @@
      ├── ProviderError              a model provider failed (see nr_llm_core.providers)
      │    ├── ProviderAuthError        HTTP 401/403: the key is missing, wrong or not allowed
      │    ├── ProviderRequestError     another HTTP 4xx: the provider refused the request
+     │    │    └── ProviderContextLengthError  the prompt does not fit the model's context
      │    ├── ProviderResponseError    the answer was not a response nr-llm can read
-     │    └── ProviderUnavailableError 429/5xx, timeouts, refused connections, after retries
+     │    └── ProviderUnavailableError 429/5xx, refused or broken connections, after retries
+     │         └── ProviderTimeoutError       no whole answer within the request's deadline
      ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
      │    └── AlreadyClaimedError  another resumer (or a discard) took the run first
-     ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name)
+     ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name,
+     │                        a base URL, a missing API key)
      ├── TimedOut             internal: a tool call passed its limit (never leaves invoke())
      ├── InvalidArguments     @tool could not structure its arguments (nr_llm_core.failures)
      └── ToolFailed           internal: an isolated tool raised in its worker (failures)
 
-Every ``ProviderError`` message is written by nr-llm: it never holds an API key, a URL or a
-response body (at most a short, identifier-shaped error code the provider sent).
+Every ``ProviderError`` message is written by nr-llm: it never holds an API key or a response
+body (at most a short, identifier-shaped error code the provider sent, and token counts read
+as integers). An error about the connection names the endpoint in one shown form only,
+``scheme://host[:port]/path``: never credentials (``user:password@``), a query string or a
+fragment, which is where keys hide in URLs (the base URL cannot hold them anyway: it is
+refused when the provider is built).
 
 A tool's own failures never raise out of ``ToolHost.invoke()``: they become error results.
 """
@@ -28,9 +35,11 @@ __all__ = [
     "ConfigurationError",
     "NrLlmError",
     "ProviderAuthError",
+    "ProviderContextLengthError",
     "ProviderError",
     "ProviderRequestError",
     "ProviderResponseError",
+    "ProviderTimeoutError",
     "ProviderUnavailableError",
     "TimedOut",
     "ToolLoadError",
@@ -87,12 +96,41 @@ class ProviderRequestError(ProviderError):
     """Raised on any other HTTP 4xx (except 429): the provider refused the request."""
 
 
+class ProviderContextLengthError(ProviderRequestError):
+    """Raised when the provider refuses a prompt that does not fit the model's context.
+
+    ``prompt_tokens`` (the prompt's size), ``context_tokens`` (the context's size) and
+    ``completion_tokens`` (the answer's limit the request asked for, when the provider counts
+    it against the context) are the server's own numbers, read as integers; ``None`` where the
+    server did not give one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        prompt_tokens: int | None = None,
+        context_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
+        self.completion_tokens = completion_tokens
+        super().__init__(message, status=status)
+
+
 class ProviderResponseError(ProviderError):
     """Raised when the answer is not JSON, too large, or lacks the fields of the wire format."""
 
 
 class ProviderUnavailableError(ProviderError):
-    """Raised when 429/5xx answers, timeouts or connection errors outlast every retry."""
+    """Raised when 429/5xx answers or connection errors outlast every retry."""
+
+
+class ProviderTimeoutError(ProviderUnavailableError):
+    """Raised when the whole answer did not arrive within the request's deadline. A request
+    the server received is not sent again: it would start the whole generation over."""
 
 
 class ApprovalError(NrLlmError, ValueError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Final, final
 
 import attrs
@@ -37,8 +37,9 @@ from nr_llm_core.failures import (
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.offers import offered_specs
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
-from nr_llm_core.providers.base import Completion, Provider, Usage, zone_of
+from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
     ClaimingRecorder,
@@ -46,6 +47,7 @@ from nr_llm_core.run_result import (
     TerminationReason,
     ToolLoopResult,
 )
+from nr_llm_core.telemetry import RunTelemetry, RunWatch, telemetry_from_environment
 from nr_llm_core.trace import RunStep, RunTrace, StepListener, ToolInvocation
 
 __all__ = [
@@ -115,7 +117,9 @@ class ToolLoop:
     at: the persister applies the stricter of it and its own
     (:func:`~nr_llm_core.privacy.effective_level`). ``None`` (the default) asks for nothing
     and never widens a store; an invalid value asks for METADATA.
-    ``trace_listeners`` are called with every step, unfiltered.
+    ``trace_listeners`` are called with every step, unfiltered. ``telemetry`` (a
+    :class:`~nr_llm_core.telemetry.RunTelemetry`, such as ``nr_llm_core.otel.OtelTelemetry``)
+    watches every run; ``None`` (the default) means what ``NR_LLM_OTEL`` says, off when unset.
     """
 
     def __init__(
@@ -129,6 +133,7 @@ class ToolLoop:
         trace_listeners: Iterable[StepListener] = (),
         token_budget: int | None = None,
         tool_timeout: float | None = None,
+        telemetry: RunTelemetry | None = None,
     ) -> None:
         self.provider = provider
         self.host = host
@@ -141,15 +146,15 @@ class ToolLoop:
             raise ValueError("token_budget must be a positive int or None")
         self.token_budget = token_budget
         self.tool_timeout = tool_timeout
+        self.telemetry = telemetry if telemetry is not None else telemetry_from_environment()
 
     # -- what is offered ----------------------------------------------------------------------
 
     def offer(self, allowed: Collection[str] | None = None) -> tuple[ToolSpec, ...]:
         """The specs a run with ``allowed`` offers: enabled, allowed, and within the
-        provider's trust-zone ceiling (undeclared data class = secret-adjacent)."""
-        ceiling = zone_of(self.provider).ceiling.rank
-        specs = (self.host.spec(name) for name in self.host.permitted(allowed))
-        return tuple(s for s in specs if s.effective_data_class.rank <= ceiling)
+        provider's trust-zone ceiling (undeclared data class = secret-adjacent). Why each
+        other tool is not offered: :func:`~nr_llm_core.offers.offer_decisions`."""
+        return offered_specs(self.host, self.provider, allowed)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -170,9 +175,10 @@ class ToolLoop:
             if type(m) is not ChatMessage:
                 raise TypeError(f"messages must be ChatMessage values, not {type(m).__name__}")
         allow = _allow_list(allowed)
-        run_id = self._begin()
-        run = _Run(run_id=run_id, trace=self._trace(run_id), messages=msgs, allowed=allow)
-        return self._drive(run)
+        watch = self._watch(None)
+        run_id = self._begin(watch)
+        run = _Run(run_id=run_id, trace=self._trace(run_id, watch), messages=msgs, allowed=allow)
+        return self._watched(run, watch, lambda: self._drive(run))
 
     def resume(
         self,
@@ -215,15 +221,22 @@ class ToolLoop:
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
         self._claim(state, claimant)
+        watch = self._watch(state.run_id)
         run = _Run(
             run_id=state.run_id,
-            trace=self._trace(state.run_id),
+            trace=self._trace(state.run_id, watch),
             messages=list(state.messages),
             allowed=state.allowed,
             iterations=state.iterations,
             tool_rounds=state.tool_rounds,
             usage=state.usage,
         )
+        return self._watched(run, watch, lambda: self._resumed(run, state, decisions))
+
+    def _resumed(
+        self, run: _Run, state: SuspendedRunState, decisions: Mapping[str, bool]
+    ) -> ToolLoopResult:
+        """Record the decision, answer the pending calls, and drive the run on."""
         run.trace.record(
             RunStep.approval(round=state.iterations, decisions=decisions, digest=state.digest)
         )
@@ -252,6 +265,8 @@ class ToolLoop:
             if isinstance(completion, str):
                 return self._finish(run, TerminationReason.FAILED, "", error=completion)
             text = completion.content
+            if completion.stop_reason == "length":
+                return self._cut(run, completion, answer_calls=bool(tools), at_cap=at_cap)
             if not tools or not completion.tool_calls:
                 # With nothing offered, tool calls the model makes anyway are not answered.
                 run.messages.append(ChatMessage.assistant(text))
@@ -324,6 +339,7 @@ class ToolLoop:
                 requested_tool_calls=[c.to_dict() for c in completion.tool_calls],
                 usage=completion.usage.to_dict(),
                 notes=notes,
+                stop_reason=completion.stop_reason,
             )
         )
         return completion
@@ -398,6 +414,27 @@ class ToolLoop:
                 log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
         return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
 
+    def _cut(
+        self, run: _Run, completion: Completion, *, answer_calls: bool, at_cap: bool
+    ) -> ToolLoopResult:
+        """End a run whose answer was cut at the token limit. Its tool calls are not run: the
+        cut may have fallen inside their arguments, or before calls the model meant to make.
+        Each is answered, so the conversation stays one a provider accepts."""
+        text = completion.content
+        if answer_calls and completion.tool_calls:
+            run.messages.append(
+                ChatMessage.assistant_tool_calls(completion.tool_calls, text=text or None)
+            )
+            for call in completion.tool_calls:
+                run.messages.append(
+                    ChatMessage.tool_result(
+                        call.id, "Not run: the answer was cut at the token limit."
+                    )
+                )
+        else:
+            run.messages.append(ChatMessage.assistant(text))
+        return self._finish(run, TerminationReason.MAX_TOKENS, text, truncated=at_cap)
+
     def _finish(
         self,
         run: _Run,
@@ -448,19 +485,30 @@ class ToolLoop:
 
     # -- the persister ------------------------------------------------------------------------
 
-    def _begin(self) -> str:
+    def _begin(self, watch: RunWatch | None = None) -> str:
         if self.persister is None:
             return uuid.uuid4().hex
         meta: dict[str, Any] = {"provider": type(self.provider).__name__}
+        try:
+            model = getattr(self.provider, "model", None)
+        except Exception:  # a property that raises names no model
+            model = None
+        if type(model) is str:  # the model name the operator configured (host metadata)
+            meta["model"] = model[:200]
         if self.privacy is not None:  # a level nobody named asks for nothing
             meta["privacy"] = self.privacy.value
+        if watch is not None:  # its trace context, so `runs show` can name the trace
+            try:
+                meta.update({str(k): str(v) for k, v in watch.meta().items()})
+            except Exception as exc:
+                log_exception(logger, "the run's telemetry gave no metadata", exc=exc)
         try:
             return self.persister.begin(None, meta=meta)
         except Exception as exc:
             log_exception(logger, "the persister could not open a run; unrecorded", exc=exc)
             return uuid.uuid4().hex
 
-    def _trace(self, run_id: str) -> RunTrace:
+    def _trace(self, run_id: str, watch: RunWatch | None = None) -> RunTrace:
         listeners = list(self.trace_listeners)
         persister = self.persister
         if persister is not None:
@@ -469,7 +517,47 @@ class ToolLoop:
                 persister.record_step(trace.run_id, step)
 
             listeners.append(record)
+        if watch is not None:
+            listeners.append(watch)
         return RunTrace(run_id, listeners)
+
+    # -- telemetry ----------------------------------------------------------------------------
+
+    def _watch(self, resumed: str | None) -> RunWatch | None:
+        """The telemetry's watch over this run, or ``None``: telemetry never stops a run."""
+        if self.telemetry is None:
+            return None
+        try:
+            return self.telemetry.watch(
+                provider=self.provider,
+                tools=self.host.names(),
+                persister=self.persister,
+                privacy=self.privacy,
+                resumed=resumed,
+            )
+        except Exception as exc:
+            log_exception(logger, "telemetry could not watch a run", exc=exc)
+            return None
+
+    def _watched(
+        self, run: _Run, watch: RunWatch | None, body: Callable[[], ToolLoopResult]
+    ) -> ToolLoopResult:
+        """``body()``, with ``watch`` told how it ended, however it ended."""
+        if watch is None:
+            return body()
+        try:
+            result = body()
+        except BaseException:
+            self._unwatch(run, watch, None)
+            raise
+        self._unwatch(run, watch, result)
+        return result
+
+    def _unwatch(self, run: _Run, watch: RunWatch, result: ToolLoopResult | None) -> None:
+        try:
+            watch.end(run.run_id, result)
+        except Exception as exc:
+            log_exception(logger, "telemetry could not end run %s", run.run_id, exc=exc)
 
     def _load(self, run_id: str) -> SuspendedRunState:
         if self.persister is None:
@@ -508,6 +596,8 @@ def _valid_completion(value: object) -> bool:
         and type(value.tool_calls) is tuple
         and all(type(c) is ToolCall for c in value.tool_calls)
         and type(value.usage) is Usage
+        and type(value.stop_reason) is str
+        and value.stop_reason in STOP_REASONS
     )
 
 

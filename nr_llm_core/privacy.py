@@ -1,7 +1,7 @@
 """Privacy levels and the filter every persisted step goes through.
 
-:class:`RunStepPrivacyFilter` turns a step dict (:meth:`RunStep.to_dict`) into the record the
-audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
+:class:`RunStepPrivacyFilter` turns a step dict (:meth:`~nr_llm_core.trace.RunStep.to_dict`)
+into the record the audit store keeps, following DESIGN.md's "Step records and privacy keys" table:
 
 ``FULL``
     verbatim.
@@ -45,6 +45,8 @@ Decisions for the keys that are not content keys but can still carry model or pr
   offered``): each kept only if it is lowercase letters, digits, spaces and ``(),:-`` (at most
   120 characters), else :data:`UNRECOGNISED_NOTE`.
 - ``usage``: only the known token counters (:data:`USAGE_KEYS`) with integer values.
+- ``stop_reason`` of an llm step: kept only if it is one of the host's words
+  (:data:`~nr_llm_core.providers.base.STOP_REASONS`).
 - ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
 - ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
   int, ``duration_ms`` only as a finite number.
@@ -64,6 +66,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, final
 
 from nr_llm_core.failures import FailureKind
+from nr_llm_core.providers.base import STOP_REASONS
 from nr_llm_core.redaction import redact_text, redact_value
 from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
 from nr_llm_core.trace import StepKind
@@ -127,6 +130,7 @@ _STEP_KINDS: Final = _canonical([k.value for k in StepKind])
 _ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
 _FAILURE_KINDS: Final = _canonical([k.value for k in FailureKind])
 _USAGE_KEYS: Final = _canonical(USAGE_KEYS)
+_STOP_REASONS: Final = _canonical(STOP_REASONS)
 _UNKNOWN_TOOL_PREFIX: Final = 'Error: unknown tool "'
 _LENGTH_KEYS: Final = {
     "content": "content_length",
@@ -259,7 +263,8 @@ class RunStepPrivacyFilter:
         return f"RunStepPrivacyFilter({self.level.value!r})"
 
     def filter(self, step: Mapping[str, Any]) -> dict[str, Any]:
-        """The record to persist for ``step`` (a :meth:`RunStep.to_dict` value)."""
+        """The record to persist for ``step`` (a :meth:`~nr_llm_core.trace.RunStep.to_dict`
+        value)."""
         return self._filter(step)
 
     def filter_reason(self, reason: str | None) -> str | None:
@@ -368,6 +373,9 @@ class RunStepPrivacyFilter:
                             n if type(n) is str and _NOTE_RE.fullmatch(n) else UNRECOGNISED_NOTE
                             for n in value
                         ]
+                case "stop_reason":
+                    if type(value) is str and value in _STOP_REASONS:
+                        record["stop_reason"] = _STOP_REASONS[value]
                 case "usage":
                     if type(value) is dict:
                         record["usage"] = {

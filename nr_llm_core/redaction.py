@@ -1,5 +1,7 @@
-"""The one catalogue of secret shapes, and the redactor every masking path uses.
+"""The redactor every masking path uses, over the one catalogue of secret shapes.
 
+The shapes themselves, each with its source rule and examples, are
+:data:`~nr_llm_core.secret_shapes.SECRET_PATTERNS` (re-exported here).
 :func:`redact_text` masks secret-shaped substrings of a string; :func:`redact_value` walks a
 JSON-like value, masks every string (dict keys included), masks whole values under sensitive key
 names (:func:`is_sensitive_key`), masks card numbers stored as integers, and replaces
@@ -10,23 +12,26 @@ secret-shaped dict keys with unique placeholders. Every mask has the fixed form
 Properties the tests pin:
 
 - **Idempotent**: ``redact_value(redact_value(x)) == redact_value(x)``. A mask never matches a
-  pattern in a way that changes it, and a string already ending with the truncation mark is not
-  cut again.
-- **Linear time**: no pattern has a nested quantifier, and every pattern that starts with a
-  character class is anchored by a negative lookbehind on that class, so a match attempt starts
-  only at the left edge of a run and a 100 KB pathological input costs one scan per pattern.
-  PEM private keys are found with ``str.find`` rather than a lazy ``.*?``.
+  pattern in a way that changes it (a value that is already a mask is kept), and a string
+  already ending with the truncation mark is not cut again.
+- **Linear time**: no pattern has an unbounded quantifier inside another quantifier, and every
+  pattern that can start inside a run of its own characters is anchored by a negative
+  lookbehind on them, so a match attempt starts only at the left edge of a run and a 1 MB
+  pathological input costs one scan per pattern. Private-key blocks are found by searching for
+  their BEGIN and END lines rather than with a lazy ``.*?``.
 - **Mask before cut**: secrets are masked on the whole string first, so truncation never leaves
   the prefix of a secret that was too short to match.
+- **JSON text**: the escapes ``\\n``, ``\\r`` and ``\\t`` count as the separators they stand
+  for, so a key on a line of its own in ``json.dumps`` output is masked as in plain text.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final
+
+from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask
+from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern
 
 __all__ = [
     "MAX_REDACTED_CHARS",
@@ -60,183 +65,13 @@ class RedactionError(ValueError):
     """The value cannot be redacted (an unsupported type, a non-str key, too deep)."""
 
 
-def mask(kind: str) -> str:
-    """The fixed mask for a secret of ``kind``: ``[REDACTED:<kind>]``."""
-    return f"[REDACTED:{kind}]"
-
-
-def luhn_valid(digits: str) -> bool:
-    """Whether the decimal string ``digits`` passes the Luhn checksum."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = ord(ch) - 48
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def _is_card_digits(digits: str) -> bool:
-    # Payment card numbers are 13-19 digits and start with 2-6 (Mastercard 2-series, Amex 3,
-    # Visa 4, Mastercard 5, Discover 6): millisecond timestamps (1…) are not cards.
-    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_valid(digits)
-
-
-# -- the catalogue -------------------------------------------------------------------------------
-
-Replacer = Callable[[re.Match[str]], str]
-
-
-@final
-class SecretPattern:
-    """One secret shape: a ``kind`` (the mask's label), a compiled regex and its replacement."""
-
-    __slots__ = ("kind", "regex", "replace")
-
-    def __init__(self, kind: str, pattern: str, replace: Replacer | None = None) -> None:
-        self.kind = kind
-        self.regex = re.compile(pattern)
-        masked = mask(kind)
-        self.replace: Replacer = replace or (lambda _m: masked)
-
-    def __repr__(self) -> str:
-        return f"SecretPattern({self.kind!r})"
-
-    def sub(self, text: str) -> str:
-        """``text`` with every match of this shape masked."""
-        return self.regex.sub(self.replace, text)
-
-
-def _keep_prefix(kind: str) -> Replacer:
-    """Mask group ``secret`` and keep what precedes it (``Bearer ``, ``token=``, ``https://``)."""
-    masked = mask(kind)
-
-    def replace(m: re.Match[str]) -> str:
-        start, end = m.span("secret")
-        whole = m.group()
-        base = m.start()
-        return whole[: start - base] + masked + whole[end - base :]
-
-    return replace
-
-
-def _basic(m: re.Match[str]) -> str:
-    # "basic understanding" is not a credential: only base64 that decodes to user:password.
-    token = m.group("secret")
-    try:
-        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return m.group()
-    return _keep_prefix("basic-auth")(m) if b":" in decoded else m.group()
-
-
-def _bearer(m: re.Match[str]) -> str:
-    # "the bearer instrument" is prose: a token has a digit or a symbol, or is long.
-    token = m.group("secret")
-    if len(token) >= 24 or any(not c.isalpha() for c in token):
-        return _keep_prefix("bearer-token")(m)
-    return m.group()
-
-
-def _card(m: re.Match[str]) -> str:
-    digits = m.group().replace(" ", "").replace("-", "")
-    return mask("card") if _is_card_digits(digits) else m.group()
-
-
-_TOKEN: Final = r"A-Za-z0-9_\-"  # noqa: S105  # a character class: the body of most API keys
-_QUERY_NAMES: Final = (
-    r"(?i:(?:access|refresh|id|auth|session|bearer|csrf|private)?[_-]?token"
-    r"|api[_-]?key|apikey|client[_-]?secret|secret|password|passwd|pwd|signature|sig)"
-)
-
-#: Every secret shape, applied in this order (more specific shapes first).
-SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
-    SecretPattern("anthropic-key", rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,}}"),
-    SecretPattern("openai-key", rf"(?<![{_TOKEN}])sk-[{_TOKEN}]{{20,}}"),
-    SecretPattern(
-        "stripe-key", rf"(?<![{_TOKEN}])(?:sk|rk|pk|whsec)_(?:live_|test_)?[A-Za-z0-9]{{16,}}"
-    ),
-    SecretPattern(
-        "aws-access-key-id",
-        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Za-z0-9])",
-    ),
-    SecretPattern(
-        "aws-secret-key",
-        r"(?<![A-Za-z0-9_-])(?i:aws[_-]?secret[_-]?access[_-]?key)[\"']?[ \t]{0,4}[:=][ \t]{0,4}"
-        r"[\"']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-        _keep_prefix("aws-secret-key"),
-    ),
-    SecretPattern(
-        "github-token",
-        r"(?<![A-Za-z0-9_])(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}"
-        r"|github_pat_[A-Za-z0-9_]{22,255})",
-    ),
-    SecretPattern("slack-token", r"(?<![A-Za-z0-9-])xox[abposre]-[A-Za-z0-9-]{10,}"),
-    SecretPattern("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{8,}"),
-    SecretPattern("google-api-key", rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{35}}"),
-    SecretPattern("google-oauth-token", rf"(?<![{_TOKEN}.])ya29\.[{_TOKEN}]{{20,}}"),
-    SecretPattern("jwt", rf"(?<![{_TOKEN}.])eyJ[{_TOKEN}]{{5,}}\.eyJ[{_TOKEN}]{{5,}}\.[{_TOKEN}]*"),
-    SecretPattern(
-        "bearer-token",
-        r"(?<![A-Za-z0-9])(?i:bearer)[ \t]{1,8}(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
-        _bearer,
-    ),
-    SecretPattern(
-        "basic-auth",
-        r"(?<![A-Za-z0-9])(?i:basic)[ \t]{1,8}(?P<secret>[A-Za-z0-9+/]{6,}={0,2})",
-        _basic,
-    ),
-    SecretPattern(
-        "url-credentials",
-        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"
-        r"(?P<secret>[^\s/?#@:]{0,256}:[^\s/?#]+)@",  # redis://:password@host too
-        _keep_prefix("url-credentials"),
-    ),
-    SecretPattern(
-        "credential-value",
-        rf"(?<![A-Za-z0-9]){_QUERY_NAMES}[\"']?[ \t]{{0,4}}[:=][ \t]{{0,4}}[\"']?"
-        r"(?P<secret>[^\s\"'&,;#<>]+)",
-        _keep_prefix("credential-value"),
-    ),
-    SecretPattern("card", r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])", _card),
-    SecretPattern(
-        "email",
-        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]{1,63}\.[A-Za-z0-9.-]{0,250}"
-        r"[A-Za-z]{2}(?![A-Za-z0-9-])",
-    ),
-)
-
-_PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
-_PEM_END: Final = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
-_PEM_MASK: Final = mask("private-key")
-
-
-def _mask_pem(text: str) -> str:
-    # A PEM block is masked from BEGIN through its END line; a block with no END (cut, or
-    # pasted in part) is masked to the end of the string: half a key is still a key.
-    if "PRIVATE KEY-----" not in text:
-        return text
-    out: list[str] = []
-    pos = 0
-    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
-        out.append(text[pos : begin.start()])
-        out.append(_PEM_MASK)
-        end = _PEM_END.search(text, begin.end())
-        if end is None:
-            return "".join(out)
-        pos = end.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
 def _mask_once(text: str) -> str:
-    text = _mask_pem(text)
     for pattern in SECRET_PATTERNS:
         text = pattern.sub(text)
     return text
 
 
-def _mask_secrets(text: str) -> str:
+def _mask_to_fixed_point(text: str) -> str:
     # Repeat to a fixed point: a match can end inside a run of characters (two emails written
     # together), and the lookbehinds that keep the patterns linear only let the rest of that
     # run match on the next pass. Each pass that changes anything turns text into masks, so
@@ -247,6 +82,28 @@ def _mask_secrets(text: str) -> str:
             break
         text = masked
     return text
+
+
+# JSON text (what a tool returns when it returns json.dumps(...)) writes a line break as the
+# two characters "\n": its "n" glues whatever starts the next line to the word before it, and
+# every shape's left edge (a negative lookbehind on letters and digits) then refuses a key
+# that starts a line ("...\nsk-proj-..."). While masking, the letter of each \n, \r and \t
+# escape is swapped for a Unicode noncharacter (reserved for internal use; no shape takes it
+# for part of a word) and swapped back after. Text that already holds one of them is masked
+# as it is: the swap could not be undone exactly.
+_ESCAPE_MARKS: Final = {"n": "\ufdd0", "r": "\ufdd1", "t": "\ufdd2"}
+_UNMARK: Final = str.maketrans({mark: letter for letter, mark in _ESCAPE_MARKS.items()})
+
+
+def _mask_secrets(text: str) -> str:
+    if "\\" not in text or any(mark in text for mark in _ESCAPE_MARKS.values()):
+        return _mask_to_fixed_point(text)
+    marked = text
+    for letter, mark in _ESCAPE_MARKS.items():
+        marked = marked.replace("\\" + letter, "\\" + mark)
+    if marked == text:
+        return _mask_to_fixed_point(text)
+    return _mask_to_fixed_point(marked).translate(_UNMARK)
 
 
 def mask_secrets(text: str) -> str:
@@ -319,6 +176,7 @@ _SENSITIVE_SUFFIXES: Final = (
     "apikey",
     "secretkey",
     "accesskey",
+    "accountkey",
     "privatekey",
     "credentials",
     "cookie",
@@ -350,7 +208,7 @@ def _redact_int(value: int) -> int | str:
     # Card numbers stored as integers: 13-19 digits, Luhn-valid. Small ints are never cards.
     if value < 10**12 or value >= 10**19:
         return value
-    return mask("card") if _is_card_digits(str(value)) else value
+    return mask("card") if is_card_number(str(value)) else value
 
 
 def _redact_key(key: str, taken: set[str], counter: list[int]) -> str:

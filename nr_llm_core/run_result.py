@@ -23,10 +23,22 @@ __all__ = ["ClaimingRecorder", "RunRecorder", "TerminationReason", "ToolLoopResu
 
 
 class TerminationReason(enum.StrEnum):
-    """Why a run ended (or paused)."""
+    """Why a run ended (or paused); the value is the snake_case code the audit store keeps.
+
+    ================= ==========================================================================
+    completed         the model answered without asking for more tools
+    max_iterations    the round cap was reached; the final answer was asked for without tools
+    max_tokens        the answer was cut at the provider's token limit (``max_tokens``); tool
+                      calls in a cut answer are not run (their arguments may be cut too)
+    budget_exhausted  the token budget was spent before the tools the model asked for ran
+    failed            the provider failed; ``error`` says why
+    awaiting_approval paused: a call needs a human decision (``suspended``)
+    ================= ==========================================================================
+    """
 
     COMPLETED = "completed"
     MAX_ITERATIONS = "max_iterations"
+    MAX_TOKENS = "max_tokens"
     BUDGET_EXHAUSTED = "budget_exhausted"
     FAILED = "failed"
     AWAITING_APPROVAL = "awaiting_approval"

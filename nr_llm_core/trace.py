@@ -125,9 +125,12 @@ class RunStep:
         raw: Any = None,
         usage: Mapping[str, int] | None = None,
         notes: Sequence[str] = (),
+        stop_reason: str | None = None,
     ) -> RunStep:
-        """What the provider answered: text, requested tool calls, token usage, and ``notes``
-        (host words about the answer, such as tool calls that could not be kept)."""
+        """What the provider answered: text, requested tool calls, token usage, why the model
+        stopped (``stop_reason``, the host's word: ``end``, ``tool_calls``, ``length``,
+        ``other``), and ``notes`` (host words about the answer, such as tool calls that could
+        not be kept)."""
         fields: dict[str, Any] = {"content": content or ""}
         if thinking is not None:
             fields["thinking"] = thinking
@@ -136,6 +139,8 @@ class RunStep:
             fields["raw"] = raw
         if usage is not None:
             fields["usage"] = dict(usage)
+        if stop_reason is not None:
+            fields["stop_reason"] = stop_reason
         if notes:
             fields["notes"] = list(notes)
         return cls(kind=StepKind.LLM, round=round, duration_ms=duration_ms, fields=fields)

@@ -412,28 +412,36 @@ def _writer(db: Path, run: str, writer: int, count: int) -> subprocess.Popen[str
 
 
 def test_sigkill_mid_run_loses_nothing_committed(db: Path) -> None:
+    """The writer reports each step on its stdout once ``record_step`` returned ``True``, and
+    is killed while it writes. Every step it reported, including the ones still in the pipe
+    when it died, must be in the database, in order; at most one more may be (committed, and
+    killed before it could report it)."""
     AgentRunPersister(db).close()
     proc = _writer(db, "-", 0, 1_000_000)
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write("go\n")
     proc.stdin.flush()
-    last = -1
-    while last < 200:
-        last = int(proc.stdout.readline())
+    reported: list[int] = []
+    while len(reported) < 200:  # read as it writes, so the kill lands mid-write, not mid-wait
+        reported.append(int(proc.stdout.readline()))
     os.kill(proc.pid, signal.SIGKILL)
+    # What the writer reported before it died is still in the pipe: read all of it.
+    reported += [int(line) for line in proc.stdout.read().split()]
     with proc:  # closes the pipes and waits
         pass
     assert proc.returncode == -signal.SIGKILL
+    assert reported == list(range(len(reported)))
     with AgentRunPersister(db) as p:
         conn = sqlite3.connect(db)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.close()
         stored = p.steps("killed-run")
-        # Every step reported as recorded is there (one more may have committed unreported).
-        assert len(stored) >= last + 1
+        indices = [s["step"]["index"] for s in stored]
+        assert indices[: len(reported)] == reported, "a step reported as committed is missing"
+        assert len(stored) <= len(reported) + 1
         assert [s["seq"] for s in stored] == list(range(1, len(stored) + 1))
-        assert [s["step"]["index"] for s in stored] == list(range(len(stored)))
+        assert indices == list(range(len(stored)))
         p.settle_failed("killed-run", termination_reason="process_killed")
         assert p.get_run("killed-run")["status"] == "failed"
 

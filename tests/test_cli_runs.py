@@ -108,7 +108,7 @@ def test_show_unknown_run_fails(db: Path) -> None:
     make_run(db)
     code, out = run_cli("runs", "show", "nope\x1b[31m", "--db", str(db))
     assert code == 1
-    assert "no run" in out
+    assert "no such run" in out
     assert not RAW_UNSAFE.search(out)
 
 

@@ -1,17 +1,14 @@
-"""`nr-llm demo` and the README's first command, on a fresh checkout."""
+"""`nr-llm demo`: both channels, the persisted record, and an artifact that stays behind."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -62,36 +59,42 @@ def test_demo_at_full_shows_the_stored_content(tmp_path: Path) -> None:
     assert '"tool_artifacts"' in out.stdout and "Ada Lovelace" in out.stdout
 
 
-@pytest.mark.slow
-def test_the_readme_first_command_works_on_a_fresh_checkout(tmp_path: Path) -> None:
-    checkout = tmp_path / "checkout"
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in files:
-        source = ROOT / name
-        if source.is_file():
-            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, checkout / name)
-    readme = (checkout / "README.md").read_text()
-    first = readme.split("```sh\n", 1)[1].splitlines()[0].split("#", 1)[0].strip()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NR_LLM_", "VIRTUAL_ENV"))}
-    env["PATH"] = os.pathsep.join(
-        p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p
-    )
-    done = subprocess.run(
-        ["bash", "-c", first],
-        cwd=checkout,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "the model got" in done.stdout
-    assert "completed after" in done.stdout
+#: A cell of list_tables' artifact: the visible columns of order_items. The content names
+#: the tables only; the columns stay behind.
+ONLY_IN_THE_ARTIFACT = "order_id, product_id, quantity"
+
+
+def test_the_first_call_shows_a_table_that_stays_behind(tmp_path: Path) -> None:
+    """Tool call 1 (list_tables): the model gets a summary, the names of the tables; the
+    artifact, a table of each table's columns, is shown as what stayed behind."""
+    out = run_demo(tmp_path)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.split("tool call 1: list_tables", 1)[1].split("tool call 2:", 1)[0]
+    got = first.split("the model got", 1)[1].split("stayed behind (artifacts)", 1)[0]
+    behind = first.split("stayed behind (artifacts)", 1)[1].split("persisted at", 1)[0]
+    assert "Tables (4): customers, order_items, orders, products" in got
+    assert "[table] tables" in behind
+    assert ONLY_IN_THE_ARTIFACT in behind
+    assert ONLY_IN_THE_ARTIFACT not in got
+    assert "never sent to the model" in out.stdout
+
+
+def test_the_scripted_model_never_receives_what_stayed_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's turns through the real loop: the artifact holds the columns, no request the
+    provider received does, while the content of the same call does reach it."""
+    from nr_llm_core import ToolHost, ToolLoop
+    from nr_llm_core.providers import ScriptedProvider
+
+    monkeypatch.chdir(tmp_path)  # the demo database is built here
+    provider = ScriptedProvider.demo()
+    with ToolHost.discover() as host:
+        result = ToolLoop(provider, host).run("What is in the shop database?")
+    listed = result.invocations[0]
+    assert listed.name == "list_tables"
+    (artifact,) = listed.result.artifacts
+    assert ["order_items", ONLY_IN_THE_ARTIFACT] in artifact.data["rows"]
+    sent = "\n".join(m.content or "" for messages, _ in provider.requests for m in messages)
+    assert listed.result.content in sent
+    assert ONLY_IN_THE_ARTIFACT not in sent

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nr_llm_core import privacy as privacy_module
@@ -502,7 +502,6 @@ def _check_host_only(value: object, key: str | None) -> None:
             assert math.isfinite(value)
 
 
-@settings(max_examples=300, deadline=None)
 @given(_step)
 def test_property_metadata_holds_only_host_vocabulary_and_numbers(step: dict[str, Any]) -> None:
     record = RunStepPrivacyFilter(PrivacyLevel.METADATA).filter(step)

@@ -7,12 +7,11 @@ import sys
 import textwrap
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nr_llm_core.redaction import (
     MAX_REDACTED_CHARS,
-    SECRET_PATTERNS,
     TRUNCATION_MARK,
     RedactionError,
     is_sensitive_key,
@@ -20,6 +19,8 @@ from nr_llm_core.redaction import (
     redact_text,
     redact_value,
 )
+
+from .redaction.examples import NEGATIVES, POSITIVES, unmarked
 
 # (kind, secret) — each secret is embedded in prose and must vanish, leaving its mask.
 SECRETS = [
@@ -105,17 +106,6 @@ def test_benign_text_is_kept(text: str) -> None:
     assert redact_text(text) == text
 
 
-def test_every_catalogue_entry_is_exercised() -> None:
-    kinds = {k for k, _ in SECRETS} | {
-        "bearer-token",
-        "basic-auth",
-        "url-credentials",
-        "credential-value",
-        "aws-secret-key",
-    }
-    assert {p.kind for p in SECRET_PATTERNS} <= kinds
-
-
 def test_luhn() -> None:
     assert luhn_valid("4111111111111111")
     assert not luhn_valid("4111111111111112")
@@ -133,7 +123,8 @@ def test_card_numbers_as_integers_are_masked() -> None:
     "key",
     ["password", "Password", "X-Api-Key", "x_api_key", "refreshToken", "client_secret",
      "Cookie", "set-cookie", "Authorization", "db_password", "githubToken", "stripe.secretKey",
-     "AWS_SECRET_ACCESS_KEY", "session-id", "private_key"],
+     "AWS_SECRET_ACCESS_KEY", "session-id", "private_key", "AccountKey", "PGPASSWORD",
+     "SessionToken"],
 )  # fmt: skip
 def test_sensitive_key_names(key: str) -> None:
     assert is_sensitive_key(key)
@@ -211,9 +202,14 @@ def test_idempotent_on_the_table(text: str) -> None:
     assert redact_text(once) == once
 
 
+# Every example of the catalogue (tests/redaction), and the pieces its shapes are made of.
 _pieces = st.sampled_from(
-    [s for _, s in SECRETS] + ["Bearer ", "token=", "https://", "u:p@", "@", ".", " ", "-",
-     "4111", "=", "\n", "…", TRUNCATION_MARK, "[REDACTED:email]", "-----BEGIN PRIVATE KEY-----"]
+    [s for _, s in SECRETS] + [unmarked(example) for _, _, example in POSITIVES + NEGATIVES]
+    + ["Bearer ", "token=", "https://", "u:p@", "@", ".", " ", "-", "4111", "=", "\n", "…",
+       TRUNCATION_MARK, "[REDACTED:email]", "-----BEGIN PRIVATE KEY-----", "Cookie: ", "a=b; ",
+       "Authorization: Token ", "password: ", '"', "'", "`", "PGPASSWORD=", "sig=", ";",
+       "AccountKey=", "-----BEGIN PGP PRIVATE KEY BLOCK-----", "-----END PRIVATE KEY-----",
+       "PuTTY-User-Key-File-3: ", "Private-MAC: ", "xoxe.", "hf_", "glpat-", "(", ")", "$"]
 )  # fmt: skip
 _texts = st.lists(st.one_of(_pieces, st.text(max_size=20)), max_size=30).map("".join)
 _json = st.recursive(
@@ -225,21 +221,18 @@ _json = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
 @given(_texts)
 def test_property_text_idempotent(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(_texts, min_size=1, max_size=3).map(lambda parts: "x" * 1995 + "".join(parts)))
 def test_property_idempotent_across_the_cut(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
 
 
-@settings(max_examples=200, deadline=None)
 @given(_json)
 def test_property_value_idempotent(value: object) -> None:
     once = redact_value(value)
@@ -251,6 +244,9 @@ PATHOLOGICAL = [
     "'https://' * 15000", "'a://u:p' * 15000", "'token=' * 20000", "'Bearer ' * 15000",
     "'a@b.' * 30000", "'-----BEGIN PRIVATE KEY-----' * 4000", "'x.' * 50000", "'a:' * 50000",
     "'AKIA' * 30000", "'xoxb-' * 25000", "'ghp_' * 30000", "'4' * 100000",
+    "'Cookie: a=' * 12000", "'Authorization: Token ' * 5000", "'PGPASSWORD=' * 10000",
+    "'-----BEGIN PGP PRIVATE KEY BLOCK-----' * 3000", "'password: \"' * 10000",
+    "'sig=' * 30000", "'AccountKey=' * 10000", "'<SecretAccessKey>' * 6000", "'a_' * 50000",
 ]  # fmt: skip
 
 

@@ -24,6 +24,10 @@ _COMMANDS: dict[str, str] = {
     "privacy": "nr_llm_core.cli.runs:privacy",
     "new-tool": "nr_llm_core.cli.new_tool:new_tool",
     "playground": "nr_llm_core.cli.playground:playground",
+    "providers": "nr_llm_core.cli.providers:providers",
+    "keys": "nr_llm_core.cli.keys:keys",
+    "mcp": "nr_llm_core.cli.mcp:mcp",
+    "worker": "nr_llm_core.cli.worker:worker",
 }
 
 

@@ -16,15 +16,19 @@ import re
 import shutil
 import sys
 import threading
+import time
 import unicodedata
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import click
 
 __all__ = [
+    "NOTHING",
+    "NO_ARTIFACTS",
     "echo_visible",
     "log_visibly",
+    "or_nothing",
     "page",
     "render_table",
     "should_page",
@@ -32,6 +36,12 @@ __all__ = [
     "visible",
     "visible_json",
 ]
+
+#: The one label for an absent value (``None``, an empty string) wherever a value is shown: a
+#: table cell, a ``key: value`` line. The playground's render.js defines the same.
+NOTHING: Final = "-"
+#: The one sentence for a result without artifacts, in the terminal and the playground.
+NO_ARTIFACTS: Final = "No artifacts."
 
 # C0 except tab/newline, DEL, C1, and the format characters (Cf: bidi controls, zero-width …),
 # line/paragraph separators, and lone surrogates.
@@ -135,13 +145,20 @@ def echo_visible(text: str, **kwargs: bool) -> None:
     click.echo(visible(text), **kwargs)  # type: ignore[arg-type]  # only click's own flags
 
 
+def or_nothing(value: object) -> str:
+    """``value`` as text, or :data:`NOTHING` when it is ``None`` or empty (not yet made
+    visible)."""
+    return NOTHING if value is None or value == "" else str(value)
+
+
 def render_table(
-    columns: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: int = 40
+    columns: Sequence[str], rows: Sequence[Sequence[str | None]], *, max_width: int = 40
 ) -> str:
-    """A plain aligned text table; every cell made visible and cut at ``max_width``."""
+    """A plain aligned text table; every cell made visible and cut at ``max_width``; a cell
+    that is ``None`` or empty shows :data:`NOTHING`."""
 
     def cell(value: object) -> str:
-        text = visible(value if isinstance(value, str) else str(value), keep_newlines=False)
+        text = visible(or_nothing(value), keep_newlines=False)
         return text if len(text) <= max_width else text[: max_width - 1] + "…"
 
     header = [cell(c) for c in columns]
@@ -159,33 +176,88 @@ def render_table(
 
 
 class status:  # used as a statement: `with status("Preparing …"):`
-    """Show ``message`` with a spinner on a terminal while the block runs, then ``done``.
+    """Show ``message`` with a spinner on a terminal while the block runs, then how it ended:
+    ``done``, ``failed`` when the block raised, ``interrupted`` on Ctrl-C or a stop signal,
+    or the word the block gave :meth:`end` (a run that failed without raising says so:
+    ``with status("Running") as progress: …; progress.end("failed")``).
 
     On anything but a terminal (a pipe, CI) it prints the message once and ``done`` after, so
-    logs stay readable.
+    logs stay readable. A log record written during the block (a provider's retry warning)
+    starts on a line of its own: on a terminal the spinner's line is wiped first and the
+    spinner goes on below the record; elsewhere the message's line is ended first and printed
+    whole again with ``done``.
     """
 
     _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    #: How long the spinner stays off after making room for a record, so that it cannot draw
+    #: between the wipe and the handler's write.
+    _QUIET = 0.25
 
     def __init__(self, message: str) -> None:
         self.message = message
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._tty = sys.stderr.isatty()
+        self._lock = threading.Lock()
+        self._open = False  # a line of ours without its newline is on stderr
+        self._broken = False  # off a terminal: that line was ended early for a record
+        self._quiet_until = 0.0
+        self._previous_factory: Any = None
+        self._factory: Any = None
+        self._word = "done"
+
+    def end(self, word: str) -> None:
+        """End with ``word`` instead of ``done`` when the block returns (``failed``,
+        ``stopped (max_tokens)``): the block's outcome, which no exception carried."""
+        self._word = word
 
     def _spin(self) -> None:
         for frame in itertools.cycle(self._FRAMES):
             if self._stop.wait(0.08):
                 return
-            sys.stderr.write(f"\r{frame} {self.message}")
+            with self._lock:
+                if time.monotonic() < self._quiet_until:
+                    continue
+                sys.stderr.write(f"\r{frame} {self.message}")
+                sys.stderr.flush()
+                self._open = True
+
+    def _make_room(self) -> None:
+        """Leave our unfinished line, so that the next write starts a line of its own."""
+        with self._lock:
+            if not self._open:
+                return
+            if self._tty:
+                sys.stderr.write("\r" + " " * (len(self.message) + 2) + "\r")
+                self._quiet_until = time.monotonic() + self._QUIET
+            else:
+                sys.stderr.write("\n")
+                self._broken = True
             sys.stderr.flush()
+            self._open = False
+
+    def _hook_logging(self) -> None:
+        # Records reach stderr through whatever handler is configured (the last-resort one,
+        # or the application's); the record factory is the one step every record passes
+        # before any handler writes it.
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            self._make_room()
+            return record
+
+        self._previous_factory, self._factory = previous, factory
+        logging.setLogRecordFactory(factory)
 
     def __enter__(self) -> status:
+        self._hook_logging()
         if self._tty:
             self._thread = threading.Thread(target=self._spin, daemon=True)
             self._thread.start()
         else:
             click.echo(f"{self.message} …", err=True, nl=False)
+            self._open = True
         return self
 
     def __exit__(self, kind: object, *rest: object) -> None:
@@ -193,5 +265,13 @@ class status:  # used as a statement: `with status("Preparing …"):`
         if self._thread is not None:
             self._thread.join()
             sys.stderr.write("\r")
-        word = "done" if kind is None else "failed"
-        click.echo(f"{self.message} … {word}" if self._tty else f" {word}", err=True)
+        if logging.getLogRecordFactory() is self._factory:
+            logging.setLogRecordFactory(self._previous_factory)
+        if kind is None:
+            word = self._word
+        elif isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+            word = "interrupted"
+        else:
+            word = "failed"
+        whole = self._tty or self._broken
+        click.echo(f"{self.message} … {word}" if whole else f" {word}", err=True)

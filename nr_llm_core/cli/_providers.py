@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import click
 from click.core import ParameterSource
 
+from nr_llm_core.cli._output import visible
+from nr_llm_core.config import (
+    DEFAULT_BASE_URLS,
+    DEFAULT_MODELS,
+    PROVIDER_NAMES,
+    Config,
+    ProviderSettings,
+    load_config,
+)
 from nr_llm_core.encoding import decode_json
+from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.providers import (
     DEMO_TURNS,
     AnthropicProvider,
@@ -18,11 +27,16 @@ from nr_llm_core.providers import (
     ScriptedProvider,
     TrustZone,
 )
-from nr_llm_core.providers._http import check_ca_bundle, check_proxy_url
+from nr_llm_core.providers._http import check_base_url, check_ca_bundle, check_proxy_url
+from nr_llm_core.providers.anthropic import ENV_API_KEY as ANTHROPIC_KEY_VAR
+from nr_llm_core.providers.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT
+from nr_llm_core.providers.openai import ENV_API_KEY as OPENAI_KEY_VAR
 
 __all__ = [
     "CA_BUNDLE_ENV_VAR",
     "PROXY_ENV_VAR",
+    "ConfigurationProblem",
+    "announce_provider",
     "ca_bundle_option",
     "make_provider",
     "provider_options",
@@ -35,8 +49,6 @@ PROXY_ENV_VAR: Final = "NR_LLM_PROXY"
 CA_BUNDLE_ENV_VAR: Final = "NR_LLM_CA_BUNDLE"
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-sonnet-latest"}
 
 
 def _read_script(path: str) -> list[Any]:
@@ -70,37 +82,97 @@ def _read_script(path: str) -> list[Any]:
     return turns
 
 
+class ConfigurationProblem(click.ClickException):
+    """A setting or key the command cannot start with (a missing API key, a base URL from the
+    environment or the file that cannot work): ``Error: …`` and exit status 2, as for a bad
+    flag, without the usage text (the command line itself was right)."""
+
+    exit_code = 2
+
+
+def _source_hint(settings: ProviderSettings, name: str) -> str:
+    """Where a provider setting came from, as an error names it."""
+    source = settings.source(name)
+    if source.kind == "flag":
+        return f"'{source.name}'"
+    if source.kind == "file":
+        return f"{visible(source.name, keep_newlines=False)}: [providers.{settings.name}] {name}"
+    return source.name
+
+
 def make_provider(
     name: str | None,
     *,
+    config: Config | None = None,
     model: str | None = None,
     base_url: str | None = None,
     trust_zone: str | None = None,
     script: str | None = None,
     proxy: str | None = None,
     ca_bundle: str | None = None,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
 ) -> Provider:
-    """The provider the CLI uses: ``scripted`` (the demo script, or ``script``, a JSON file of
-    turns) when ``name`` is ``None``. ``proxy`` and ``ca_bundle`` are for the HTTP providers
-    (the scripted one sends nothing); ``None`` or ``""``: no proxy, no extra CA."""
+    """The provider the CLI uses: ``name`` (``None``: the configuration's ``providers.default``,
+    else ``scripted``), built from ``config``'s settings for it with the given flags over
+    them (``None``: not given; ``config=None`` reads the configuration). The scripted one
+    plays the demo script, or ``script`` (a JSON file of turns). ``proxy`` and ``ca_bundle``
+    are for the HTTP providers (the scripted one sends nothing); ``None`` or ``""``: no proxy,
+    no extra CA. A base URL that cannot work is an error naming where it came from; a
+    missing API key for the vendor's own API is an error naming the variable to set; both
+    before any request."""
     proxy = proxy or None
     ca_bundle = ca_bundle or None
-    if name in (None, "scripted"):
+    try:
+        settings = (config if config is not None else load_config()).provider(
+            name,
+            model=model,
+            base_url=base_url,
+            trust_zone=trust_zone,
+            max_tokens=max_tokens,
+            timeout=timeout,
+        )
+    except ConfigurationError as exc:
+        raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
+    if settings.name == "scripted":
         turns = DEMO_TURNS if script is None else _read_script(script)
-        return ScriptedProvider(turns, trust_zone=trust_zone or TrustZone.LOCAL)
+        return ScriptedProvider(turns, trust_zone=settings["trust_zone"])
     if script is not None:
         raise click.BadParameter("--script is for the scripted provider", param_hint="--script")
-    zone = TrustZone(trust_zone) if trust_zone else TrustZone.EXTERNAL
-    chosen = model or _DEFAULT_MODELS[name]
-    if name == "openai":
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAIChatProvider(url, chosen, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle)
-    if name == "anthropic":
-        url = base_url or "https://api.anthropic.com"
-        return AnthropicProvider(
-            chosen, base_url=url, trust_zone=zone, proxy=proxy, ca_bundle=ca_bundle
+    url = settings["base_url"]
+    try:
+        check_base_url(url)
+    except ConfigurationError as exc:
+        # The message never quotes the URL; the hint names the flag, variable or file.
+        hint = _source_hint(settings, "base_url")
+        if settings.source("base_url").kind == "flag":
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+        raise ConfigurationProblem(f"Invalid value for {hint}: {exc}") from None
+    common: dict[str, Any] = {
+        "trust_zone": TrustZone(settings["trust_zone"]),
+        "proxy": proxy,
+        "ca_bundle": ca_bundle,
+        "max_tokens": settings["max_tokens"],
+        "timeout": settings["timeout"],
+    }
+    try:
+        if settings.name == "openai":
+            return OpenAIChatProvider(url, settings["model"], **common)
+        return AnthropicProvider(settings["model"], base_url=url, **common)
+    except ConfigurationError as exc:  # the API key: its message names the variable to set
+        raise ConfigurationProblem(visible(str(exc), keep_newlines=False)) from None
+
+
+def announce_provider(provider: Provider) -> None:
+    """Say once, on stderr, that the scripted provider plays a fixed script: a prompt given
+    to it changes nothing of what it answers."""
+    if isinstance(provider, ScriptedProvider):
+        click.echo(
+            "note: the scripted provider plays a fixed script (the demo's, or --script's turns) "
+            "and does not read the prompt; choose a model with --provider openai or anthropic "
+            "(see `nr-llm providers`).",
+            err=True,
         )
-    raise click.BadParameter(f"unknown provider {name!r}", param_hint="--provider")
 
 
 def _env_option(
@@ -153,29 +225,67 @@ ca_bundle_option = _env_option(
 )
 
 
+_FROM_FILE = "the config file's [providers.NAME]"
+
+
 def provider_options(func: F) -> F:
     """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--ca-bundle``,
-    ``--trust-zone``, ``--script``."""
+    ``--max-tokens``, ``--timeout``, ``--trust-zone``, ``--script``. Each help names the
+    default, the variables and the config file's setting that come before it."""
+    openai_url, anthropic_url = DEFAULT_BASE_URLS["openai"], DEFAULT_BASE_URLS["anthropic"]
     for option in reversed(
         [
             click.option(
                 "--provider",
-                type=click.Choice(["scripted", "openai", "anthropic"]),
+                type=click.Choice(list(PROVIDER_NAMES)),
                 default=None,
-                help="Model provider (default: the offline scripted demo).",
+                help="Model provider: scripted (offline: plays a fixed script and does not "
+                f"read the prompt), openai (needs {OPENAI_KEY_VAR} for api.openai.com) or "
+                f"anthropic (needs {ANTHROPIC_KEY_VAR}); a key stored with `nr-llm keys set` "
+                "is used when the variable is unset. [default: the config file's [providers] "
+                "default, else scripted; see `nr-llm providers`]",
             ),
-            click.option("--model", default=None, help="Model name for openai/anthropic."),
             click.option(
-                "--base-url", default=None, help="API root, e.g. http://localhost:11434/v1."
+                "--model",
+                default=None,
+                help=f"Model name for openai/anthropic. [default: {_FROM_FILE} model, else "
+                f"{DEFAULT_MODELS['openai']} for openai, {DEFAULT_MODELS['anthropic']} for "
+                "anthropic]",
+            ),
+            click.option(
+                "--base-url",
+                default=None,
+                help="API root, e.g. http://localhost:11434/v1 for a local Ollama. [default: "
+                f"$OPENAI_BASE_URL for openai, else {_FROM_FILE} base_url, else {openai_url} "
+                f"for openai, {anthropic_url} for anthropic]",
             ),
             proxy_option,
             ca_bundle_option,
             click.option(
+                "--max-tokens",
+                metavar="N",
+                type=click.IntRange(1),
+                default=None,
+                help="The most tokens one answer of an HTTP provider may have; an answer cut "
+                f"there ends the run as max_tokens. [default: {DEFAULT_MAX_TOKENS}, or "
+                f"{_FROM_FILE} max_tokens]",
+            ),
+            click.option(
+                "--timeout",
+                metavar="SECONDS",
+                type=click.FloatRange(0, min_open=True),
+                default=None,
+                help="Seconds one request to an HTTP provider may take, the whole answer "
+                "included; a request that times out is not sent again. [default: "
+                f"{DEFAULT_TIMEOUT}, or {_FROM_FILE} timeout]",
+            ),
+            click.option(
                 "--trust-zone",
                 type=click.Choice([z.value for z in TrustZone]),
                 default=None,
-                help="Where the provider runs (default external for HTTP providers): "
-                "limits the tools offered.",
+                help="Where the provider runs: limits the tools offered. [default: "
+                f"{_FROM_FILE} trust_zone, else external for openai/anthropic, local for "
+                "scripted]",
             ),
             click.option(
                 "--script",

@@ -7,10 +7,10 @@ import click
 from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._pending import render_pending
 from nr_llm_core.encoding import encode_json_str
-from nr_llm_core.loop import ToolLoopResult
+from nr_llm_core.loop import TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
 
-__all__ = ["report"]
+__all__ = ["outcome", "report"]
 
 
 _PREVIEW_CHARS = 80
@@ -42,12 +42,13 @@ def _step_line(step: RunStep) -> str | None:
     return None  # request steps repeat the conversation; not shown
 
 
-def report(result: ToolLoopResult, *, privacy_level: object) -> None:
+def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | None = None) -> None:
     """Print a run's answer, its compact trace, and what it waits for.
 
     A suspended run's pending calls are shown whole (see
     :func:`~nr_llm_core.cli._pending.render_pending`); ``privacy_level`` is the level the run
-    is recorded at, which decides whether their arguments are shown."""
+    is recorded at, which decides whether their arguments are shown. ``max_tokens`` is the
+    answer's limit the run had (``--max-tokens``), named when an answer was cut there."""
     if result.content:
         click.echo(visible(result.content))
     click.echo("")
@@ -64,8 +65,24 @@ def report(result: ToolLoopResult, *, privacy_level: object) -> None:
     if result.truncated:
         summary += "; truncated at the round cap"
     click.echo(summary)
+    if result.termination_reason is TerminationReason.MAX_TOKENS:
+        limit = "--max-tokens" if max_tokens is None else f"--max-tokens {max_tokens}"
+        click.echo(f"the answer was cut at the token limit ({limit}): raise it for a whole answer")
     if result.error:
         click.echo(f"error: {visible(result.error)}", err=True)
     state = result.suspended
     if state is not None:
         click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))
+
+
+def outcome(result: ToolLoopResult) -> str:
+    """The word a progress line ends with for ``result``: ``done`` only for a completed run
+    (a failed run is returned, not raised, so the line cannot tell by itself)."""
+    reason = result.termination_reason
+    if reason is TerminationReason.COMPLETED:
+        return "done"
+    if reason is TerminationReason.FAILED:
+        return "failed"
+    if reason is TerminationReason.AWAITING_APPROVAL:
+        return "waiting for approval"
+    return f"stopped ({reason.value})"

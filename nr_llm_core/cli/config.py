@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import render_table, visible
+from nr_llm_core.cli._output import NOTHING, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -15,6 +15,7 @@ from nr_llm_core.cli._session import (
     tool_timeout_option,
 )
 from nr_llm_core.config import SCHEMA, config_file_path
+from nr_llm_core.providers._settings import shown_url
 
 __all__ = ["config"]
 
@@ -26,9 +27,9 @@ def config() -> None:
 
 def _shown(value: Any) -> str:
     if isinstance(value, frozenset):
-        return ", ".join(sorted(value)) or "-"
+        return or_nothing(", ".join(sorted(value)))
     if value is None:
-        return "-"
+        return NOTHING
     if isinstance(value, bool):
         return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -61,7 +62,14 @@ def show(
     for key in SCHEMA:
         setting = settings.settings[key.dotted]
         sources = "; ".join(str(source) for source in setting.sources)
-        rows.append([key.dotted, _shown(setting.value), sources])
+        value = setting.value
+        if key.kind == "url":  # never its credentials, query or fragment
+            value = shown_url(value)
+        elif key.kind == "store" and value is not None:
+            from nr_llm_core.stores import masked  # a URL's password is never shown
+
+            value = masked(value)
+        rows.append([key.dotted, _shown(value), sources])
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 
 

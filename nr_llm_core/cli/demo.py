@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import click
 
-from nr_llm_core.cli._output import render_table, status, visible
+from nr_llm_core.cli._output import NO_ARTIFACTS, render_table, status, visible
 from nr_llm_core.cli._session import config_option, isolate_option
 from nr_llm_core.cli._store import db_option
 from nr_llm_core.encoding import decode_json
@@ -27,17 +27,25 @@ __all__ = ["demo"]
 
 PROMPT: Final = "What is in the shop database? Show me a few customers, and work out 19 * 23 + 4."
 _MIN_SIDE_BY_SIDE: Final = 120
+_LEGEND: Final = (
+    "For each tool call: its content (the only part sent to the model), the artifacts that\n"
+    "stayed behind (shown here, never sent to the model), and the step as the audit store\n"
+    "persisted it at the run's privacy level."
+)
 
 
-def _artifact_lines(artifacts: list[dict[str, Any]]) -> list[str]:
+def _artifact_lines(artifacts: list[dict[str, Any]], width: int) -> list[str]:
     if not artifacts:
-        return ["(none)"]
+        return [NO_ARTIFACTS]
     lines: list[str] = []
     for artifact in artifacts:
         data = artifact["data"]
         lines.append(f"[{artifact['type']}] {visible(artifact['label'], keep_newlines=False)}")
         if artifact["type"] == "table":
-            lines.extend(render_table(data["columns"], data["rows"], max_width=18).splitlines())
+            # Cells share the panel's width, so that a row fits on one line of it.
+            columns = max(len(data["columns"]), 1)
+            cell = max(12, (width - 2 * (columns - 1)) // columns)
+            lines.extend(render_table(data["columns"], data["rows"], max_width=cell).splitlines())
         else:
             lines.extend(visible(str(data.get("text", ""))).splitlines())
         lines.append("")
@@ -52,25 +60,28 @@ def _panel(title: str, lines: list[str], width: int) -> list[str]:
     return out
 
 
-def _show_call(number: int, name: str, got: str, left: list[str], stored: Any, level: str) -> None:
+def _show_call(
+    number: int, name: str, got: str, artifacts: list[dict[str, Any]], stored: Any, level: str
+) -> None:
+    columns = shutil.get_terminal_size((100, 24)).columns
+    side_by_side = columns >= _MIN_SIDE_BY_SIDE
+    width = (columns - 6) // 3 if side_by_side else columns - 2
     panels = [
         ("the model got", visible(got).splitlines() or [""]),
-        ("stayed behind (artifacts)", left),
+        ("stayed behind (artifacts)", _artifact_lines(artifacts, width)),
         (
             f"persisted at {level}",
             visible(json.dumps(stored, indent=1, ensure_ascii=False)).splitlines(),
         ),
     ]
     click.secho(f"\ntool call {number}: {visible(name, keep_newlines=False)}", bold=True)
-    columns = shutil.get_terminal_size((100, 24)).columns
-    if columns >= _MIN_SIDE_BY_SIDE:
-        width = (columns - 6) // 3
+    if side_by_side:
         rendered = [_panel(title, lines, width) for title, lines in panels]
         for row in zip_longest(*rendered, fillvalue=""):
             click.echo("  ".join(cell.ljust(width) for cell in row).rstrip())
     else:
         for title, lines in panels:
-            click.echo("\n".join(_panel(title, lines, columns - 2)))
+            click.echo("\n".join(_panel(title, lines, width)))
             click.echo("")
 
 
@@ -91,6 +102,7 @@ def demo(
     """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
     # Imported here: `nr-llm --help` stays light.
     from nr_llm_core.audit import default_db_path
+    from nr_llm_core.cli._report import outcome as run_outcome
     from nr_llm_core.cli._session import open_host, read_config, session
     from nr_llm_core.cli._store import open_store
     from nr_llm_core.loop import ToolLoop
@@ -103,8 +115,9 @@ def demo(
             host = stack.enter_context(open_host(config))
         store = stack.enter_context(open_store(store_path))
         loop = ToolLoop(ScriptedProvider.demo(), host, privacy=privacy, persister=store)
-        with status("Running the scripted demo through the tool loop"):
+        with status("Running the scripted demo through the tool loop") as progress:
             result = loop.run(PROMPT)
+            progress.end(run_outcome(result))
         stored = [decode_json(step["payload"]) for step in store.steps(result.run_id)]
         run = store.get_run(result.run_id)
     # The level the store applied (the stricter of --privacy and $NR_LLM_PRIVACY_LEVEL).
@@ -112,6 +125,7 @@ def demo(
     tool_records = [record for record in stored if record.get("kind") == "tool"]
 
     click.echo(f"\nprompt: {PROMPT}")
+    click.echo(_LEGEND)
     for number, (invocation, record) in enumerate(
         zip(result.invocations, tool_records, strict=False), start=1
     ):
@@ -120,7 +134,7 @@ def demo(
             number,
             invocation.name,
             outcome.content,
-            _artifact_lines([a.to_dict() for a in outcome.artifacts]),
+            [a.to_dict() for a in outcome.artifacts],
             record,
             level,
         )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import webbrowser
 from pathlib import Path
 from typing import Any
 
 import click
 
+from nr_llm_core.audit import AuditStoreError
+from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._providers import ca_bundle_option, make_provider, proxy_option
 from nr_llm_core.cli._session import (
     config_option,
@@ -18,6 +19,9 @@ from nr_llm_core.cli._session import (
     session,
     tool_timeout_option,
 )
+from nr_llm_core.cli._store import db_option, store_target
+from nr_llm_core.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Config, load_config
+from nr_llm_core.errors import ConfigurationError
 
 __all__ = ["playground"]
 
@@ -28,21 +32,28 @@ def _providers(
     anthropic_model: str | None,
     proxy: str | None = None,
     ca_bundle: str | None = None,
+    config: Config | None = None,
 ) -> dict[str, Any]:
-    """Scripted always; OpenAI-compatible or Anthropic when configured (flag or env key), both
-    through ``proxy`` and trusting ``ca_bundle`` when there are."""
-    out: dict[str, Any] = {"scripted": lambda: make_provider("scripted")}
-    if openai_base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+    """Scripted always; OpenAI-compatible or Anthropic when configured (a base URL from the
+    flag, the environment or the config file, or a key from the environment or the keys
+    file), both through ``proxy`` and trusting ``ca_bundle`` when there are."""
+    from nr_llm_core.keys import key_status
+
+    config = config if config is not None else load_config()
+    out: dict[str, Any] = {"scripted": lambda: make_provider("scripted", config=config)}
+    openai_url = config.provider("openai").source("base_url").kind != "default"
+    if openai_base_url or openai_url or key_status("OPENAI_API_KEY").source:
         out["openai"] = lambda: make_provider(
             "openai",
+            config=config,
             model=openai_model,
             base_url=openai_base_url,
             proxy=proxy,
             ca_bundle=ca_bundle,
         )
-    if os.environ.get("ANTHROPIC_API_KEY"):
+    if key_status("ANTHROPIC_API_KEY").source:
         out["anthropic"] = lambda: make_provider(
-            "anthropic", model=anthropic_model, proxy=proxy, ca_bundle=ca_bundle
+            "anthropic", config=config, model=anthropic_model, proxy=proxy, ca_bundle=ca_bundle
         )
     return out
 
@@ -50,16 +61,28 @@ def _providers(
 @click.command("playground")
 @click.option("--host", "bind", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (0: any free one).")
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Audit database (default: $NR_LLM_DB, else ./.nr-llm/audit.db).",
-)
+@db_option
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
-@click.option("--openai-base-url", default=None, help="Offer an OpenAI-compatible provider.")
-@click.option("--openai-model", default=None, help="Model for the OpenAI-compatible provider.")
-@click.option("--anthropic-model", default=None, help="Model for Anthropic (ANTHROPIC_API_KEY).")
+@click.option(
+    "--openai-base-url",
+    default=None,
+    help="Offer an OpenAI-compatible provider at this API root (offered anyway when "
+    "OPENAI_API_KEY, a stored key or OPENAI_BASE_URL is set). [default: $OPENAI_BASE_URL, else "
+    f"the config file's [providers.openai] base_url, else {DEFAULT_BASE_URLS['openai']}]",
+)
+@click.option(
+    "--openai-model",
+    default=None,
+    help="Model for the OpenAI-compatible provider. [default: the config file's "
+    f"[providers.openai] model, else {DEFAULT_MODELS['openai']}]",
+)
+@click.option(
+    "--anthropic-model",
+    default=None,
+    help="Model for Anthropic, offered when ANTHROPIC_API_KEY or a key stored with `nr-llm "
+    "keys set anthropic` is there. [default: the config file's [providers.anthropic] model, "
+    f"else {DEFAULT_MODELS['anthropic']}]",
+)
 @proxy_option
 @ca_bundle_option
 @isolate_option
@@ -68,7 +91,7 @@ def _providers(
 def playground(
     bind: str,
     port: int,
-    db: Path | None,
+    db: str | None,
     no_open: bool,
     openai_base_url: str | None,
     openai_model: str | None,
@@ -99,11 +122,16 @@ def playground(
     click.echo("loading tools and the audit store …", err=True)
     with session() as stack:
         host = stack.enter_context(open_host(config))
-        store = open_store(db)
+        try:
+            store = open_store(store_target(db))
+        except (AuditStoreError, ConfigurationError) as exc:
+            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
         stack.callback(store.close)
         server = PlaygroundServer(
             host,
-            providers=_providers(openai_base_url, openai_model, anthropic_model, proxy, ca_bundle),
+            providers=_providers(
+                openai_base_url, openai_model, anthropic_model, proxy, ca_bundle, config
+            ),
             store=store,
             bind=bind,
             port=port,

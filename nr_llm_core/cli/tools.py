@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
 
-from nr_llm_core.cli._output import echo_visible, render_table, visible
+from nr_llm_core.cli._output import echo_visible, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -20,9 +22,12 @@ from nr_llm_core.cli._session import (
 )
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.host import ToolHost
-from nr_llm_core.results import ArtifactType, ToolResult
+from nr_llm_core.offers import DATA_CLASS_NOTE, zones_for
+from nr_llm_core.results import ArtifactType, ToolResult, ToolSpec
 
 __all__ = ["doctor", "tools"]
+
+_DESCRIPTION_CHARS = 48
 
 
 def _host(ctx: click.Context, tool_timeout: float | None = None) -> ToolHost:
@@ -53,10 +58,22 @@ def tools(
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def list_tools(ctx: click.Context, as_json: bool) -> None:
-    """Every loaded tool: name, description, distribution."""
+    """Every loaded tool: name, description, distribution, group, whether it is enabled,
+    its data class, whether it runs isolated, and the trust zones it may be offered to."""
     with session() as stack:
         host = stack.enter_context(_host(ctx))
         _list_tools(host, as_json)
+
+
+def _data_class_cell(spec: ToolSpec) -> str:
+    """The declared data class, or what an undeclared one counts as."""
+    if spec.data_class is None:
+        return f"undeclared → {spec.effective_data_class.value}"
+    return spec.data_class.value
+
+
+def _zones_cell(spec: ToolSpec) -> str:
+    return ", ".join(zone.value for zone in zones_for(spec))
 
 
 def _list_tools(host: ToolHost, as_json: bool) -> None:
@@ -68,6 +85,9 @@ def _list_tools(host: ToolHost, as_json: bool) -> None:
             "group": spec.group,
             "enabled": host.is_enabled(spec.name),
             "isolated": host.is_isolated(spec.name),
+            "data_class": None if spec.data_class is None else spec.data_class.value,
+            "effective_data_class": spec.effective_data_class.value,
+            "offered_to": [zone.value for zone in zones_for(spec)],
         }
         for spec in host.specs()
     ]
@@ -80,22 +100,35 @@ def _list_tools(host: ToolHost, as_json: bool) -> None:
         table = [
             [
                 spec.name,
-                spec.description.split("\n", 1)[0],
-                host.distribution(spec.name) or "-",
-                spec.group or "-",
+                _first_line(spec.description),
+                host.distribution(spec.name),
+                spec.group,
                 "yes" if host.is_enabled(spec.name) else "no",
+                _data_class_cell(spec),
+                "yes" if host.is_isolated(spec.name) else "no",
+                _zones_cell(spec),
             ]
             for spec in host.specs()
         ]
-        click.echo(
-            render_table(
-                ["NAME", "DESCRIPTION", "DISTRIBUTION", "GROUP", "ENABLED"], table, max_width=60
-            )
-        )
+        columns = ["NAME", "DESCRIPTION", "DISTRIBUTION", "GROUP", "ENABLED", "DATA CLASS"]
+        columns += ["ISOLATED", "OFFERED TO ZONES"]
+        click.echo(render_table(columns, table, max_width=60))
+        click.echo("")
+        click.echo(_note())
     if host.load_errors:
         click.echo(
             f"\n{len(host.load_errors)} tool(s) failed to load: run `nr-llm doctor`.", err=True
         )
+
+
+def _note() -> str:
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    return textwrap.fill(f"Note: {DATA_CLASS_NOTE}", width=max(width, 40))
+
+
+def _first_line(text: str) -> str:
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= _DESCRIPTION_CHARS else line[: _DESCRIPTION_CHARS - 1] + "…"
 
 
 @tools.command("show")
@@ -114,9 +147,14 @@ def show_tool(ctx: click.Context, name: str) -> None:
     echo_visible(spec.description)
     click.echo("")
     for key, value in spec.to_dict().items():
-        if key not in ("name", "description", "parameters"):
+        if key == "data_class":
+            click.echo(f"data_class: {_data_class_cell(spec)}")
+        elif key not in ("name", "description", "parameters"):
             # The group (and any later field) is the tool's own text.
-            click.echo(f"{key}: {visible(str(value), keep_newlines=False)}")
+            click.echo(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
+    click.echo(f"isolated: {'yes' if isolated else 'no'}")
+    click.echo(f"offered to zones: {_zones_cell(spec)}")
+    click.echo(_note())
     click.echo("parameters:")
     echo_visible(json.dumps(spec.parameters, indent=2, ensure_ascii=False))
 
@@ -206,6 +244,7 @@ def doctor(isolate: tuple[str, ...], config_path: Path | None) -> None:
     click.echo(f"{len(host.load_errors)} load error(s):")
     for err in host.load_errors:
         echo_visible(
-            f"  - {err.entry_point or '?'} (distribution {err.distribution or '?'}): {err.reason}"
+            f"  - {or_nothing(err.entry_point)} (distribution {or_nothing(err.distribution)}): "
+            f"{err.reason}"
         )
     sys.exit(1)

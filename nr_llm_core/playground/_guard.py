@@ -1,18 +1,26 @@
-"""The playground's front door: Host allow-list, token, and security headers on every response.
+"""The playground's front door: well-formed requests, Host allow-list, token, bounded bodies,
+and security headers on every response.
 
 It is plain ASGI middleware around the whole app, so no route can forget it. In order:
 
-1. A request whose ``Host`` is missing or repeated is refused with 400, one whose ``Host`` is
-   not on the allow-list (``127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT``) with 403:
-   a page on another site that rebinds its DNS name to 127.0.0.1 still sends its own name.
+0. A malformed request is refused with a 4xx before anything reads it (see
+   :mod:`~nr_llm_core.playground._wellformed`: the target is percent-encoded UTF-8, the headers
+   fit their budget, those the playground reads are single printable ASCII values, a declared
+   body fits :data:`MAX_BODY_BYTES`).
+1. A request whose ``Host`` is missing is refused with 400, one whose ``Host`` is not on the
+   allow-list (``127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT``) with 403: a page on
+   another site that rebinds its DNS name to 127.0.0.1 still sends its own name.
 2. A POST whose ``Origin`` is present and not this server is refused with 403.
 3. The token must be in the ``X-NR-LLM-Token`` header (401 otherwise). Only a page or static
    load (GET/HEAD of ``/`` or ``/static/…``) may carry it as ``?token=`` instead, because a
    browser cannot add a header to a typed URL or a ``<script src>``. State-changing requests
    are POSTs and never accept the query form.
+4. The body is read here, once, counted as it arrives (413 past the limit, whether declared or
+   chunked), and handed to the app whole: no route reads a body from the socket.
 
 Every response, refusals included, carries the CSP, ``nosniff``, ``no-referrer`` and
-``no-store`` headers.
+``no-store`` headers; an exception before the response started is answered with a 500 that
+carries them too (the HTTP parser's own refusals: see ``server.py``).
 """
 
 from __future__ import annotations
@@ -20,20 +28,33 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any, Final, final
-from urllib.parse import parse_qs
 
 from nr_llm_core.encoding import encode_json
+from nr_llm_core.playground._wellformed import (
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    TOKEN_HEADER,
+    ClientLeft,
+    Refused,
+    read_body,
+    well_formed,
+)
 
-__all__ = ["SECURITY_HEADERS", "TOKEN_HEADER", "TokenGuard", "allowed_hosts"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_HEADER_BYTES",
+    "SECURITY_HEADERS",
+    "TOKEN_HEADER",
+    "TokenGuard",
+    "allowed_hosts",
+    "refusal",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-#: The header API calls carry the token in.
-TOKEN_HEADER: Final = "x-nr-llm-token"  # noqa: S105  # a header name, not a secret
 
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -83,59 +104,90 @@ class TokenGuard:
             return
         if scope["type"] != "http":  # no websockets here
             return
-        send = _with_security_headers(send)
-        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-        host_values = [v for k, v in headers if k == b"host"]
-        if len(host_values) != 1:
-            await _refuse(send, 400, "a request needs exactly one Host header")
-            return
-        if host_values[0].decode("latin-1").lower() not in self.hosts:
-            await _refuse(send, 403, "this Host is not served here")
-            return
+        guarded = _Guarded(send)
+        try:
+            await self._guard(scope, receive, guarded)
+        except Refused as refused:
+            if not guarded.started:
+                await _refuse(guarded, refused.status, refused.reason)
+        except ClientLeft:
+            return  # nobody to answer
+        except Exception:
+            # A fault past the checks (the app's own 500s are answered inside it): never a
+            # response without the headers. Re-raised so the server logs it.
+            if not guarded.started:
+                await _refuse(guarded, 500, "internal error")
+            raise
+
+    async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = well_formed(scope)
+        host = request.headers.get(b"host")
+        if host is None:
+            raise Refused(400, "a request needs exactly one Host header")
+        if host.decode("ascii").lower() not in self.hosts:
+            raise Refused(403, "this Host is not served here")
         method: str = scope["method"]
         if method not in ("GET", "HEAD", "POST"):
-            await _refuse(send, 405, "method not allowed")
-            return
-        origin = next((v for k, v in headers if k == b"origin"), None)
-        if (
-            method == "POST"
-            and origin is not None
-            and origin.decode("latin-1").lower() not in self.origins
-        ):
-            await _refuse(send, 403, "cross-origin request refused")
-            return
-        supplied = next((v for k, v in headers if k == TOKEN_HEADER.encode()), None)
+            raise Refused(405, "method not allowed")
+        origin = request.headers.get(b"origin")
+        foreign = origin is not None and origin.decode("ascii").lower() not in self.origins
+        if method == "POST" and foreign:
+            raise Refused(403, "cross-origin request refused")
+        supplied = request.headers.get(TOKEN_HEADER.encode())
         if supplied is None and _is_page_load(method, scope.get("path", "")):
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            values = query.get("token", [])
-            supplied = values[0].encode("latin-1") if len(values) == 1 else None
+            values = request.query.get("token", [])
+            supplied = values[0].encode("utf-8") if len(values) == 1 else None
         if supplied is None or not hmac.compare_digest(supplied, self._token):
-            await _refuse(send, 401, "a valid token is required")
-            return
-        await self.app(scope, receive, send)
+            raise Refused(401, "a valid token is required")
+        body = await read_body(receive)
+        await self.app(scope, _replay(body, receive), send)
 
 
-def _with_security_headers(send: Send) -> Send:
-    async def wrapped(message: Message) -> None:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body read by the guard, as one message; then the server's own messages (a
+    streaming response still hears the client disconnect)."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
+@final
+class _Guarded:
+    """The server's ``send``, adding the security headers to every response start, and
+    knowing whether the response has started."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            names = {k.lower() for k, _ in message.get("headers", [])}
-            extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
-            message["headers"] = [*message.get("headers", []), *extra]
-        await send(message)
+            self.started = True
+            headers = message.get("headers", [])
+            names = {k.lower() for k, _ in headers}
+            message["headers"] = [
+                *headers,
+                *((k, v) for k, v in SECURITY_HEADERS if k not in names),
+            ]
+        await self._send(message)
 
-    return wrapped
+
+def refusal(status: int, reason: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers (security headers included) and JSON body of a refusal. The connection is
+    closed after it: the request's body may be left unread."""
+    body = encode_json({"error": reason})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"connection", b"close"),
+    ]
+    return [*headers, *SECURITY_HEADERS], body
 
 
 async def _refuse(send: Send, status: int, reason: str) -> None:
-    body = encode_json({"error": reason})
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode("ascii")),
-            ],
-        }
-    )
+    headers, body = refusal(status, reason)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

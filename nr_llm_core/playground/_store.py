@@ -2,17 +2,19 @@
 
 The Persisted tabs show :class:`~nr_llm_core.privacy.RunStepPrivacyFilter` output at the
 selected level, the record the audit store keeps for that step; agent runs are recorded in an
-:class:`~nr_llm_core.audit.AgentRunPersister`, which the Runs view reads.
+audit store (:class:`~nr_llm_core.stores.AuditStore`: a SQLite file or a PostgreSQL server),
+which the Runs view reads.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final, final
 
-from nr_llm_core.audit import AgentRunPersister, default_db_path
 from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, effective_level
+from nr_llm_core.stores import AuditStore
+from nr_llm_core.stores import open_store as _open_store
 
 __all__ = [
     "LEVELS",
@@ -56,16 +58,56 @@ def persisted_record(step: Mapping[str, Any], level: str) -> dict[str, Any]:
     return _FILTERS[resolve_level(level)].filter(step)
 
 
+def _text(value: object) -> str | None:
+    return value if type(value) is str else None
+
+
+def _prompt(request: Mapping[str, Any]) -> str | None:
+    """The last user message a stored request step kept (its ``messages_sent``)."""
+    messages = request.get("messages_sent")
+    if not isinstance(messages, list):
+        return None
+    users = [
+        m["content"]
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "user" and type(m.get("content")) is str
+    ]
+    return users[-1] if users else None
+
+
 @final
 class Store:
     """The audit store the playground records agent runs in and lists in the Runs view."""
 
-    def __init__(self, persister: AgentRunPersister) -> None:
+    def __init__(self, persister: AuditStore) -> None:
         self.persister = persister
 
     def list_runs(self) -> list[dict[str, Any]]:
-        """The most recent runs, newest first."""
-        return [dict(r) for r in self.persister.list_runs(_RUNS_LISTED)]
+        """The most recent runs, newest first, each with what the Runs view shows beside the
+        record: ``provider`` and ``model`` (host metadata), ``prompt`` (the last user message
+        of the run's first request as the level stored it, ``None`` when the level kept no
+        text: metadata, none) and, for a failed run, ``error`` (its last error step's
+        reason, as stored)."""
+        runs = self.persister.list_runs(_RUNS_LISTED)
+        ids = [r["id"] for r in runs]
+        opening = self.persister.steps_of(ids, kind="request", first=True)
+        failed = [r["id"] for r in runs if r["status"] == "failed"]
+        errors = self.persister.steps_of(failed, kind="error")
+        records: list[dict[str, Any]] = []
+        for run in runs:
+            meta: dict[str, Any] = run["meta"] if isinstance(run["meta"], dict) else {}
+            first = opening.get(run["id"])
+            last_error = (errors.get(run["id"]) or [{}])[-1]
+            records.append(
+                {
+                    **run,
+                    "provider": _text(meta.get("provider")),
+                    "model": _text(meta.get("model")),
+                    "prompt": None if not first else _prompt(first[0]),
+                    "error": _text(last_error.get("reason")),
+                }
+            )
+        return records
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """One run and its persisted steps (as stored), or ``None``."""
@@ -80,9 +122,10 @@ class Store:
         self.persister.close()
 
 
-def open_store(path: Path | None, *, privacy: PrivacyLevel | str | None = None) -> Store:
-    """The audit store at ``path`` (``None``: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``),
-    created when missing; ``privacy`` is its level (no request is recorded wider)."""
-    target = path if path is not None else default_db_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Store(AgentRunPersister(target, privacy=privacy))
+def open_store(
+    target: str | os.PathLike[str] | None, *, privacy: PrivacyLevel | str | None = None
+) -> Store:
+    """The audit store at ``target`` (a SQLite file or a PostgreSQL URL; ``None``:
+    ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``), created when missing; ``privacy`` is its
+    level (no request is recorded wider)."""
+    return Store(_open_store(target, privacy=privacy))

@@ -1,19 +1,23 @@
-"""The tool runner's data: tools grouped for the picker, example arguments from a schema, and
-one tool call through the seam shown the three ways the framework sees it."""
+"""The tool runner's data: tools grouped for the picker (with what each provider is offered),
+example arguments from a schema, and one tool call through the seam shown the three ways the
+framework sees it."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.host import ToolHost
+from nr_llm_core.offers import OfferDecision, offer_decisions, trust_zone, zones_for
 from nr_llm_core.playground._store import persisted_record
+from nr_llm_core.providers.base import TrustZone
 from nr_llm_core.results import ToolSpec
 from nr_llm_core.trace import RunStep, ToolInvocation
 
-__all__ = ["UNGROUPED", "example_arguments", "grouped_tools", "invoke_tool"]
+__all__ = ["UNGROUPED", "example_arguments", "grouped_tools", "invoke_tool", "provider_zones"]
 
 #: The group name shown for tools that declare none.
 UNGROUPED: Final = "other"
@@ -65,20 +69,55 @@ def example_arguments(schema: Mapping[str, Any], depth: int = 0) -> Any:
     return None
 
 
-def _tool_entry(host: ToolHost, spec: ToolSpec) -> dict[str, Any]:
+def _tool_entry(
+    host: ToolHost, spec: ToolSpec, offers: Mapping[str, Mapping[str, OfferDecision]]
+) -> dict[str, Any]:
     return {
         **spec.to_dict(),
         "enabled": host.is_enabled(spec.name),
         "example": example_arguments(spec.parameters),
+        "effective_data_class": spec.effective_data_class.value,
+        "offered_to": [zone.value for zone in zones_for(spec)],
+        "offers": {
+            provider: decisions[spec.name].to_dict() for provider, decisions in offers.items()
+        },
     }
 
 
-def grouped_tools(host: ToolHost) -> list[dict[str, Any]]:
-    """``[{"group", "tools": [spec dict + enabled + example]}]``, groups and tools sorted."""
+def grouped_tools(
+    host: ToolHost, zones: Mapping[str, TrustZone] | None = None
+) -> list[dict[str, Any]]:
+    """``[{"group", "tools": [spec dict + enabled + example + offers]}]``, groups and tools
+    sorted. ``offers`` maps each provider of ``zones`` (provider name → its trust zone) to
+    the tool's :class:`~nr_llm_core.offers.OfferDecision` for a run that names no tools:
+    whether that provider is offered it and, when not, why and the fix."""
+    offers = {
+        provider: {d.name: d for d in offer_decisions(host, zone)}
+        for provider, zone in (zones or {}).items()
+    }
     groups: dict[str, list[dict[str, Any]]] = {}
     for spec in host.specs():
-        groups.setdefault(spec.group or UNGROUPED, []).append(_tool_entry(host, spec))
+        groups.setdefault(spec.group or UNGROUPED, []).append(_tool_entry(host, spec, offers))
     return [{"group": name, "tools": groups[name]} for name in sorted(groups)]
+
+
+def provider_zones(providers: Mapping[str, Callable[[], object]]) -> dict[str, TrustZone]:
+    """The trust zone of each configured provider, read from one provider its factory makes
+    (and closes). A factory that fails counts as ``external``, the strictest: its runs fail
+    at the start anyway, and no tool is shown as offered that would not be."""
+    zones: dict[str, TrustZone] = {}
+    for name, factory in providers.items():
+        try:
+            provider = factory()
+        except Exception:  # misconfigured: say the least
+            zones[name] = TrustZone.EXTERNAL
+            continue
+        zones[name] = trust_zone(provider)
+        close = getattr(provider, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+    return zones
 
 
 def invoke_tool(

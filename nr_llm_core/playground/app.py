@@ -19,6 +19,7 @@ from starlette.routing import Route
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import MAX_ITERATIONS_CAP
+from nr_llm_core.offers import DATA_CLASS_NOTE
 from nr_llm_core.playground._guard import Receive, Scope, Send, TokenGuard
 from nr_llm_core.playground._runs import ProviderFactory, ResumeRefused, RunManager, RunRequest
 from nr_llm_core.playground._store import (
@@ -28,13 +29,13 @@ from nr_llm_core.playground._store import (
     level_for,
     resolve_level,
 )
-from nr_llm_core.playground._tools import grouped_tools, invoke_tool
+from nr_llm_core.playground._tools import grouped_tools, invoke_tool, provider_zones
+from nr_llm_core.providers.base import TrustZone
 
 __all__ = ["NDJSON", "PlaygroundApp", "create_app"]
 
 #: The streamed runs' media type.
 NDJSON: Final = "application/x-ndjson"
-_MAX_BODY: Final = 1_000_000
 _MAX_PROMPT: Final = 100_000
 _STATIC: Final = {
     "render.js": "text/javascript; charset=utf-8",
@@ -57,16 +58,19 @@ class _BadRequest(Exception):
 
 
 async def _body(request: Request) -> dict[str, Any]:
+    """The request's JSON object. The guard has read the body (at most ``MAX_BODY_BYTES``);
+    here it must be UTF-8 JSON that the one encoder can write back: a lone surrogate escape
+    (``"\\ud800"``) decodes but could fail a sink later (a response, the audit store), so it
+    is refused now, whichever route and field it is in."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         raise _BadRequest("the body must be application/json")
     raw = await request.body()
-    if len(raw) > _MAX_BODY:
-        raise _BadRequest("the body is too large")
     try:
-        data = decode_json(raw)
-    except (ValueError, RecursionError):
-        raise _BadRequest("the body is not valid JSON") from None
+        data = decode_json(raw.decode("utf-8"))
+        encode_json(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and EncodeError included
+        raise _BadRequest("the body is not valid UTF-8 JSON") from None
     if type(data) is not dict:
         raise _BadRequest("the body must be a JSON object")
     return data
@@ -178,12 +182,23 @@ def create_app(
             }
         )
 
+    zones: dict[str, TrustZone] = {}
+
     async def tools(request: Request) -> Response:
         errors = [
             {"distribution": e.distribution, "entry_point": e.entry_point, "reason": e.reason}
             for e in host.load_errors
         ]
-        return _json({"groups": grouped_tools(host), "load_errors": errors})
+        if not zones:  # once: a factory may read files (a CA bundle) or build a client
+            zones.update(await asyncio.to_thread(provider_zones, providers))
+        return _json(
+            {
+                "groups": grouped_tools(host, zones),
+                "load_errors": errors,
+                "providers": [{"name": n, "trust_zone": z.value} for n, z in zones.items()],
+                "data_class_note": DATA_CLASS_NOTE,
+            }
+        )
 
     async def invoke(request: Request) -> Response:
         try:

@@ -11,10 +11,12 @@ import time
 from collections.abc import Mapping
 from typing import Final, final
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from nr_llm_core.host import ToolHost
-from nr_llm_core.playground._guard import allowed_hosts
+from nr_llm_core.playground._guard import MAX_HEADER_BYTES, allowed_hosts, refusal
 from nr_llm_core.playground._runs import ProviderFactory
 from nr_llm_core.playground._store import Store
 from nr_llm_core.playground.app import PlaygroundApp, create_app
@@ -46,6 +48,23 @@ def _bind(address: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.setblocking(False)
     return sock
+
+
+class _GuardedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, whose own refusal of a request its parser cannot read
+    (bytes over 0x7f in the target, a bad ``Content-Length``, a head past the limit …) is the
+    guard's JSON refusal with every security header, not a bare ``text/plain`` 400: the app
+    never sees such a request, so the guard cannot answer it."""
+
+    def send_400_response(self, msg: str) -> None:
+        headers, body = refusal(400, "malformed HTTP request")
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
 
 @final
@@ -88,7 +107,8 @@ class PlaygroundServer:
             access_log=False,
             lifespan="off",
             ws="none",
-            http="h11",
+            http=_GuardedH11Protocol,
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=2,

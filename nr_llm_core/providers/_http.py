@@ -1,19 +1,26 @@
-"""One JSON POST with retries, shared by the HTTP providers.
+"""One JSON POST with retries, and the base the HTTP providers share.
 
 httpx is imported here, on first use, so that ``import nr_llm_core`` stays free of it. The
 response body is read in chunks up to :data:`MAX_RESPONSE_BYTES`; anything larger is refused
-without reading the rest. Error messages are host words: no key, no URL, no response body.
+without reading the rest. Error messages are host words: no key, no response body; an error
+about the connection names the endpoint as :func:`shown_url` shows it
+(``scheme://host[:port]/path``, never credentials, a query or a fragment).
+
+What a request can do about a failure decides whether it is sent again: a connection that
+could not be opened, one that broke, 429 and 5xx are retried ``max_retries`` times; a request
+that timed out after the server received it is not (it would start the whole generation over,
+and time out again); a setting that cannot work (a base URL without ``http://``, a missing API
+key for a host that needs one) is refused when the provider is built, before any request.
+
+Whoever watches a request (telemetry) learns of each retry through :data:`retry_observer`,
+set for its context: the attempt, the kind of failure in the HTTP client's words (a status code
+or an ``httpx`` exception's class name) and the wait. Never a URL, a header or a body.
 
 The client never reads its environment (``trust_env=False``): ``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY`` and ``~/.netrc`` are ignored, so a variable or file that something else set cannot
 send the key to a proxy or replace it. A proxy is used only when the caller names one
-(``proxy=``), checked by :func:`check_proxy_url` before any request.
-
-For the same reason ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are ignored: certificates are checked
-against certifi's roots (what httpx trusts by default) and, when the caller names one, the CA
-certificates of a PEM file (``ca_bundle=``), checked by :func:`tls_context` when the provider is
-built. There is no way to turn verification off. ``ssl`` and ``certifi`` are imported only when a
-context is built.
+(``proxy=``). For the same reason ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` are ignored. The
+settings are checked by :mod:`nr_llm_core.providers._settings` when the provider is built.
 """
 
 from __future__ import annotations
@@ -23,35 +30,48 @@ import json
 import logging
 import os
 import random
-import re
-import stat
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Self
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
+    ConfigurationError,
     ProviderAuthError,
+    ProviderContextLengthError,
     ProviderError,
     ProviderRequestError,
     ProviderResponseError,
+    ProviderTimeoutError,
     ProviderUnavailableError,
 )
-from nr_llm_core.providers._parse import error_code
+from nr_llm_core.providers._parse import context_overflow, error_code
+from nr_llm_core.providers._settings import (
+    check_api_key,
+    check_base_url,
+    check_ca_bundle,
+    check_proxy_url,
+    shown_proxy,
+    shown_url,
+    tls_context,
+)
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpx
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
     "HttpProviderBase",
     "JsonPoster",
+    "check_api_key",
+    "check_base_url",
     "check_ca_bundle",
     "check_proxy_url",
+    "retry_observer",
     "shown_proxy",
+    "shown_url",
     "tls_context",
 ]
 
@@ -64,6 +84,25 @@ _RETRY_STATUSES: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529}
 #: Replaced in tests to observe waits without waiting.
 _sleep: Callable[[float], None] = time.sleep
 
+#: Called as ``observer(attempt, failure, delay)`` before each retry's wait: ``attempt`` is the
+#: number of the attempt that failed (1 for the first), ``failure`` a status code (``"503"``)
+#: or the ``httpx`` exception's class name (``"ConnectError"``), ``delay`` the seconds until
+#: the next attempt. Set per context by the request's watcher; an observer that raises is
+#: ignored.
+retry_observer: ContextVar[Callable[[int, str, float], None] | None] = ContextVar(
+    "nr_llm_retry_observer", default=None
+)
+
+
+def _tell_retry(attempt: int, failure: str, delay: float) -> None:
+    observer = retry_observer.get()
+    if observer is None:
+        return
+    try:
+        observer(attempt, failure, delay)
+    except Exception as exc:  # telemetry never changes what a request does
+        logger.debug("the retry observer raised %s", type(exc).__name__)
+
 
 class _TooLarge(Exception):
     pass
@@ -71,6 +110,13 @@ class _TooLarge(Exception):
 
 class _PastDeadline(Exception):
     pass
+
+
+class _BrokenAnswer(Exception):
+    """The connection broke after the answer's headers had arrived."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
 
 
 def _encode_request(payload: Any) -> bytes:
@@ -85,151 +131,6 @@ def _encode_request(payload: Any) -> bytes:
         ).encode("ascii")
     except (TypeError, ValueError, RecursionError):
         raise ProviderRequestError("the request could not be encoded as JSON") from None
-
-
-#: The proxy schemes httpx serves without extra packages (SOCKS needs ``socksio``).
-PROXY_SCHEMES: Final = ("http", "https")
-_PROXY_FORM: Final = "scheme://[user:password@]host[:port]"
-# A DNS name or IPv4 address, or a bracketed IPv6 address (httpx itself accepts far more).
-_PROXY_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
-
-
-def _split_proxy(url: object) -> SplitResult:
-    # No message quotes the URL or any part of it: it may hold credentials, and without a
-    # scheme "user:secret@host" would even parse as scheme "user".
-    if not isinstance(url, str):
-        raise TypeError("the proxy URL must be a string")
-    if not url:
-        raise ValueError("the proxy URL is empty (pass None for no proxy)")
-    if not url.isascii() or not url.isprintable() or " " in url:
-        raise ValueError(
-            "the proxy URL must be printable ASCII without spaces "
-            "(percent-encode special characters in the credentials)"
-        )
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        raise ValueError(f"the proxy URL is not a URL of the form {_PROXY_FORM}") from None
-    if parts.scheme in ("socks4", "socks4a", "socks5", "socks5h"):
-        raise ValueError(
-            "SOCKS proxies are not supported (httpx needs the optional socksio package for "
-            "them): use an http:// or https:// proxy"
-        )
-    if parts.scheme not in PROXY_SCHEMES or not parts.netloc:
-        raise ValueError("the proxy URL must start with http:// or https://")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or url[-1] in "?#":
-        raise ValueError(
-            f"the proxy URL must be {_PROXY_FORM}, without a path, query or fragment "
-            "(percent-encode '/', '?' and '#' in the credentials)"
-        )
-    host_port = parts.netloc.rpartition("@")[2]
-    if host_port.startswith("["):
-        end = host_port.find("]") + 1
-        host, rest = host_port[:end], host_port[end:]
-    else:
-        host, colon, port = host_port.partition(":")
-        rest = colon + port
-    colon, port = rest[:1], rest[1:]
-    if not _PROXY_HOST.fullmatch(host) or colon not in ("", ":"):
-        raise ValueError("the proxy URL must name a host (a DNS name, or an IP address)")
-    if colon and not (port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
-        raise ValueError("the proxy URL's port must be a number from 1 to 65535")
-    return parts
-
-
-def check_proxy_url(url: str) -> str:
-    """``url`` unchanged when it names a proxy the providers can use: ``http://`` or
-    ``https://``, a host, an optional port, optional ``user:password@`` credentials (which
-    httpx sends to the proxy as ``Proxy-Authorization``), and nothing else. Otherwise a
-    ``ValueError`` whose message never contains the URL or any part of it."""
-    _split_proxy(url)
-    return url
-
-
-def shown_proxy(url: str) -> str:
-    """``url`` as it may be shown: credentials replaced by ``***``."""
-    parts = _split_proxy(url)
-    credentials = "***@" if "@" in parts.netloc else ""
-    return f"{parts.scheme}://{credentials}{parts.netloc.rpartition('@')[2]}"
-
-
-def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> str:
-    """Load the CA certificates of the PEM file ``path`` into ``context`` and return the path as
-    a ``str``, or raise a ``ValueError`` that says what is wrong with it. The path is the
-    caller's own setting, not a secret: the messages show it."""
-    import ssl
-
-    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
-        raise TypeError("the CA bundle must be a path (a str or an os.PathLike)")
-    name = os.fspath(path)
-    if not isinstance(name, str):
-        raise TypeError("the CA bundle must be a path (a str or an os.PathLike)")
-    if not name:
-        raise ValueError("the CA bundle path is empty (pass None to trust only the default roots)")
-    what = f"the CA bundle {name!r}"
-    try:
-        # stat() first: opening a FIFO would block, and a device could be read forever.
-        mode = os.stat(name).st_mode
-        if stat.S_ISDIR(mode):
-            raise ValueError(f"{what} is a directory: name the PEM file of CA certificates itself")
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"{what} is not a regular file")
-        with open(name, "rb") as fh:
-            head = fh.read(1)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ValueError(f"{what} does not exist") from None
-    except PermissionError:
-        raise ValueError(f"{what} cannot be read (permission denied)") from None
-    except OSError as exc:
-        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if not head:
-        raise ValueError(f"{what} is empty")
-    try:
-        context.load_verify_locations(cafile=name)
-    except ssl.SSLError as exc:
-        if exc.reason != "NO_CERTIFICATE_OR_CRL_FOUND":
-            raise ValueError(f"{what} holds a PEM certificate that cannot be decoded") from None
-        der = " (it looks like DER: convert it to PEM)" if head == b"\x30" else ""
-        raise ValueError(
-            f"{what} is not a PEM file of certificates: it holds no "
-            f"'-----BEGIN CERTIFICATE-----' block{der}"
-        ) from None
-    except OSError as exc:  # it changed since the checks above
-        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    return name
-
-
-def check_ca_bundle(path: str | os.PathLike[str]) -> str:
-    """``path`` as a ``str`` when it names a readable PEM file that holds at least one CA
-    certificate; otherwise a ``ValueError`` that names the path and the problem (it does not
-    exist, is a directory, cannot be read, is not PEM, holds no CA certificate)."""
-    import ssl
-
-    empty = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no root loaded: only the file's count
-    name = _load_ca_bundle(empty, path)
-    if empty.cert_store_stats()["x509_ca"] == 0:
-        raise ValueError(
-            f"the CA bundle {name!r} holds no CA certificate, only server or client "
-            "certificates: name the certificate of the authority that signed the server's "
-            "certificate"
-        )
-    return name
-
-
-def tls_context(ca_bundle: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
-    """The TLS context of the HTTP providers: certificates and host names are verified against
-    certifi's roots, exactly as httpx does by default, plus the CA certificates of
-    ``ca_bundle`` when given (checked by :func:`check_ca_bundle`). ``SSL_CERT_FILE``,
-    ``SSL_CERT_DIR`` and the system's store are never read."""
-    import ssl
-
-    import certifi
-
-    name = None if ca_bundle is None else check_ca_bundle(ca_bundle)
-    context = ssl.create_default_context(cafile=certifi.where())
-    if name is not None:
-        _load_ca_bundle(context, name)
-    return context
 
 
 #: Why a certificate was refused, by OpenSSL's X509_V_ERR_* code, in words that name no host.
@@ -263,10 +164,12 @@ def _certificate_problem(exc: BaseException) -> str | None:
 
 class JsonPoster:
     """POSTs JSON to one endpoint and returns the decoded JSON object, or raises a
-    :class:`ProviderError` subclass. ``what`` names the provider in messages; ``proxy`` (checked
-    by :func:`check_proxy_url`) is the only proxy ever used; ``ca_bundle`` (a PEM file, checked
-    and loaded here by :func:`tls_context`) adds CA certificates to certifi's roots, for the
-    provider and for an ``https://`` proxy alike."""
+    :class:`ProviderError` subclass. ``what`` names the provider in messages; ``timeout`` is
+    the deadline of one request: connecting, each read, and the whole answer (checked as its
+    bytes arrive, so a server that trickles them cannot hold a request open); ``proxy``
+    (checked by :func:`check_proxy_url`) is the only proxy ever used; ``ca_bundle`` (a PEM
+    file, checked and loaded here by :func:`tls_context`) adds CA certificates to certifi's
+    roots, for the provider and for an ``https://`` proxy alike."""
 
     def __init__(
         self,
@@ -329,32 +232,61 @@ class JsonPoster:
             self._client = None
 
     def post(self, url: str, headers: Mapping[str, str], payload: Any) -> dict[str, Any]:
-        """POST ``payload`` and return the decoded object, retrying 429/5xx and transport
-        errors up to ``max_retries`` times."""
+        """POST ``payload`` and return the decoded object. 429/5xx answers, connections that
+        could not be opened and connections that broke are retried up to ``max_retries``
+        times; a request that timed out once the server had it is not (see the module)."""
         import httpx
 
         body = _encode_request(payload)
         client = self._http()
+        where = f"{self.what} at {shown_url(url)}"
+        via = " through the proxy" if self._proxy is not None else ""
         attempt = 0
         while True:
-            wait: float | None
+            wait: float | None = None
             status: int | None = None
+            failure = ""
+            tries = attempt + 1
+            counted = f"{tries} attempt{'s' if tries != 1 else ''}"
             try:
                 code, retry_after, data = self._once(client, url, headers, body)
-            except (httpx.TimeoutException, _PastDeadline):
-                problem = f"{self.what} did not answer in time"
-                wait = None
+            except (httpx.ReadTimeout, _PastDeadline):
+                # The server had the whole request and was working on it: sent again, it
+                # would start the whole generation over, and most likely time out again.
+                raise ProviderTimeoutError(
+                    f"{where} did not answer within {self.timeout:g} s ({counted}; a request "
+                    "that timed out is not sent again)"
+                ) from None
+            except httpx.WriteTimeout as exc:  # the server never had the whole request
+                failure = type(exc).__name__
+                problem = f"{where} did not take the request in time ({failure})"
+            except httpx.TimeoutException as exc:  # connect, pool: nothing was sent
+                failure = type(exc).__name__
+                problem = f"could not reach {where}{via} in time ({failure})"
+            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL) as exc:
+                # The request itself cannot be made: every retry would fail the same way.
+                raise ProviderRequestError(
+                    f"the request to {where} could not be made ({type(exc).__name__})"
+                ) from None
+            except _BrokenAnswer as exc:
+                failure = exc.kind
+                problem = f"the connection to {where} broke during the answer ({failure})"
+            except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                failure = type(exc).__name__
+                problem = f"{where} closed the connection without answering ({failure})"
+            except httpx.WriteError as exc:
+                failure = type(exc).__name__
+                problem = f"the connection to {where} broke while sending the request ({failure})"
             except httpx.TransportError as exc:
-                via = " through the proxy" if self._proxy is not None else ""
                 refused = _certificate_problem(exc)
                 if refused is not None:
                     # Not transient: every retry would be refused the same way.
                     raise ProviderUnavailableError(
-                        f"could not reach {self.what}{via}: the TLS certificate {refused} "
+                        f"could not reach {where}{via}: the TLS certificate {refused} "
                         "(SSLCertVerificationError)"
                     ) from None
-                problem = f"could not reach {self.what}{via} ({type(exc).__name__})"
-                wait = None
+                failure = type(exc).__name__
+                problem = f"could not reach {where}{via} ({failure})"
             except _TooLarge:
                 raise ProviderResponseError(
                     f"{self.what} sent a response larger than {MAX_RESPONSE_BYTES} bytes"
@@ -365,34 +297,41 @@ class JsonPoster:
                 if code not in _RETRY_STATUSES:
                     raise self._http_error(code, data)
                 status = code
+                failure = str(code)
                 problem = f"{self.what} answered HTTP {code}"
                 wait = retry_after
             if attempt >= self.max_retries:
-                tries = attempt + 1
-                raise ProviderUnavailableError(
-                    f"{problem} ({tries} attempt{'s' if tries != 1 else ''})", status=status
-                )
+                raise ProviderUnavailableError(f"{problem} ({counted})", status=status)
             delay = self._delay(attempt, wait)
             logger.warning("%s; retrying in %.2f s", problem, delay)
+            _tell_retry(tries, failure, delay)
             _sleep(delay)
             attempt += 1
 
     def _once(
         self, client: httpx.Client, url: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, float | None, bytes]:
+        import httpx
+
         # httpx's read timeout is per chunk: a server that trickles bytes would never trip
         # it, so the whole answer also has a deadline.
-        deadline = time.monotonic() + self.timeout * 2
+        deadline = time.monotonic() + self.timeout
         with client.stream("POST", url, headers=dict(headers), content=body) as response:
             chunks: list[bytes] = []
             size = 0
-            for chunk in response.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise _PastDeadline
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise _TooLarge
-                chunks.append(chunk)
+            try:
+                for chunk in response.iter_bytes():
+                    if time.monotonic() > deadline:
+                        raise _PastDeadline
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise _TooLarge
+                    chunks.append(chunk)
+            except httpx.TimeoutException:
+                raise
+            except httpx.TransportError as exc:
+                # The server had begun to answer: this is not "could not reach".
+                raise _BrokenAnswer(type(exc).__name__) from None
             return (
                 response.status_code,
                 _retry_after(response.headers.get("retry-after")),
@@ -421,7 +360,12 @@ class JsonPoster:
         return value
 
     def _http_error(self, status: int, data: bytes) -> ProviderError:
-        code = _error_code(data)
+        error = _error_object(data)
+        code = (
+            None
+            if error is None
+            else error_code(error.get("code")) or error_code(error.get("type"))
+        )
         detail = f" ({code})" if code else ""
         if status in (401, 403):
             return ProviderAuthError(
@@ -434,22 +378,29 @@ class JsonPoster:
                 "authentication required)",
                 status=status,
             )
-        return ProviderRequestError(
-            f"{self.what} refused the request: HTTP {status}{detail}", status=status
-        )
+        refused = f"{self.what} refused the request: HTTP {status}{detail}"
+        overflow = context_overflow(error)
+        if overflow is not None:
+            # The server's numbers (integers only) say what to shorten or enlarge.
+            return ProviderContextLengthError(
+                f"{refused}: {overflow.describe()}",
+                status=status,
+                prompt_tokens=overflow.prompt_tokens,
+                context_tokens=overflow.context_tokens,
+                completion_tokens=overflow.completion_tokens,
+            )
+        return ProviderRequestError(refused, status=status)
 
 
-def _error_code(data: bytes) -> str | None:
-    """The error's ``code`` or ``type`` when the body is a JSON error object (OpenAI and
-    Anthropic both nest it under ``error``); never the message."""
+def _error_object(data: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of a JSON error body (OpenAI, llama.cpp and Anthropic all nest it
+    under ``error``), or ``None``. Only codes and integers are ever read from it."""
     try:
         value = decode_json(data[:65536])
     except (ValueError, RecursionError):
         return None
     err = value.get("error") if type(value) is dict else None
-    if type(err) is not dict:
-        return None
-    return error_code(err.get("code")) or error_code(err.get("type"))
+    return err if type(err) is dict else None
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -469,11 +420,21 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class HttpProviderBase:
-    """What the HTTP providers share: a key and proxy credentials that never show, the one
-    way to build the poster (proxy and CA bundle), a pool to close, ``with``."""
+    """What the HTTP providers share: the checks of their settings when they are built (base
+    URL, API key, answer limit, deadline), a key and proxy credentials that never show, the one
+    way to build the poster (proxy and CA bundle), a pool to close, ``with``.
 
+    ``key_required_hosts`` are the hosts that refuse every request without a key (the
+    vendor's own API): with one of them and no key, building the provider is a
+    :class:`~nr_llm_core.errors.ConfigurationError` that names ``key_env``; any other host (a
+    local Ollama or llama.cpp server) may be used without a key.
+    """
+
+    #: The hosts that need an API key (each adapter names its vendor's).
+    key_required_hosts: frozenset[str] = frozenset()
     base_url: str
     model: str
+    max_tokens: int
     _api_key: str | None
     _poster: JsonPoster
 
@@ -481,15 +442,40 @@ class HttpProviderBase:
         self,
         what: str,
         *,
+        base_url: str,
+        api_key: str | None,
+        key_env: str,
+        max_tokens: int,
         timeout: float,
         max_retries: int,
         max_retry_after: float,
         proxy: str | None,
         ca_bundle: str | os.PathLike[str] | None,
     ) -> None:
+        self.base_url = check_base_url(base_url)
+        # The one place an adapter's key is read: the argument, else its variable, else the
+        # key stored with `nr-llm keys set` (imported here: only a key lookup needs it).
+        from nr_llm_core.keys import KEY_VARIABLES, find_key
+
+        self._api_key = check_api_key(
+            api_key if api_key is not None else find_key(key_env), key_env
+        )
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        if self._api_key is None and host in self.key_required_hosts:
+            # Refused here rather than by a 401 after the first request.
+            names = [name for name, variable in KEY_VARIABLES.items() if variable == key_env]
+            stored = f" or store it with `nr-llm keys set {names[0]}`" if names else ""
+            raise ConfigurationError(
+                f"no API key: set {key_env}{stored} ({host} refuses requests without one)"
+            )
+        if type(max_tokens) is not int or max_tokens < 1:
+            raise ConfigurationError("max_tokens must be a whole number of at least 1")
+        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
+            raise ConfigurationError("timeout must be a number of seconds greater than 0")
+        self.max_tokens = max_tokens
         self._poster = JsonPoster(
             what=what,
-            timeout=timeout,
+            timeout=float(timeout),
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             proxy=proxy,
@@ -502,6 +488,11 @@ class HttpProviderBase:
                 "API key included",
                 what,
             )
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one request may take (see :class:`JsonPoster`)."""
+        return self._poster.timeout
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"

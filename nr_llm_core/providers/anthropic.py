@@ -10,13 +10,32 @@ from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
 from nr_llm_core.providers._http import HttpProviderBase
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
-from nr_llm_core.providers.base import Completion, TrustZone, Usage
+from nr_llm_core.providers.base import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TIMEOUT,
+    Completion,
+    StopReason,
+    TrustZone,
+    Usage,
+)
 from nr_llm_core.results import ToolSpec
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_messages", "anthropic_tools"]
 
 ENV_API_KEY: Final = "ANTHROPIC_API_KEY"
 ANTHROPIC_VERSION: Final = "2023-06-01"
+#: Anthropic's own API: it refuses every request without a key.
+ANTHROPIC_HOST: Final = "api.anthropic.com"
+#: ``stop_reason`` in host words; any other value is ``other``, none at all is ``end``.
+_STOP_REASONS: Final[dict[object, StopReason]] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    None: "end",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    # The context filled up while the model was answering: cut, like max_tokens.
+    "model_context_window_exceeded": "length",
+}
 
 
 def anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -74,37 +93,53 @@ def _int(value: object) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
+def _stop_reason(value: object) -> StopReason:
+    try:
+        return _STOP_REASONS.get(value, "other")
+    except TypeError:  # an unhashable value (a list, an object)
+        return "other"
+
+
 @final
 class AnthropicProvider(HttpProviderBase):
     """A provider on the Anthropic Messages API over httpx.
 
-    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
-    ``max_tokens`` bounds each answer. Retries, timeouts, errors, ``proxy`` and ``ca_bundle``
-    behave as for :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is
-    ``external``.
+    The key comes from ``api_key``, ``ANTHROPIC_API_KEY`` or the keys file
+    (:mod:`nr_llm_core.keys`), sent as ``x-api-key``;
+    ``api.anthropic.com`` without one is a ``ConfigurationError`` here, before any request.
+    ``max_tokens`` (default 4096, a field the API requires) bounds each answer; an answer cut
+    there (``stop_reason`` ``max_tokens``) ends the run as ``max_tokens``. Input tokens count
+    the cached ones too (``cache_read_input_tokens`` and ``cache_creation_input_tokens``,
+    also kept as parts of the usage). Base URL checks, retries, ``timeout``, errors,
+    ``proxy`` and ``ca_bundle`` behave as for
+    :class:`~nr_llm_core.providers.openai.OpenAIChatProvider`. The zone is ``external``.
     """
+
+    #: Anthropic's own API refuses every request without a key.
+    key_required_hosts = frozenset({ANTHROPIC_HOST})
 
     def __init__(
         self,
         model: str,
         api_key: str | None = None,
-        base_url: str = "https://api.anthropic.com",
+        base_url: str = f"https://{ANTHROPIC_HOST}",
         *,
-        max_tokens: int = 1024,
-        timeout: float = 60.0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 2,
         max_retry_after: float = 30.0,
         trust_zone: TrustZone | str = TrustZone.EXTERNAL,
         proxy: str | None = None,
         ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
         self.model = model
-        self.max_tokens = max_tokens
-        self._api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         self.trust_zone = TrustZone(trust_zone)
         self._connect(
             "the Anthropic provider",
+            base_url=base_url,
+            api_key=api_key,
+            key_env=ENV_API_KEY,
+            max_tokens=max_tokens,
             timeout=timeout,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
@@ -158,12 +193,19 @@ def parse_anthropic_response(data: dict[str, Any]) -> Completion:
     calls, dropped = keep_tool_calls(raws)
     usage = data.get("usage")
     usage = usage if type(usage) is dict else {}
+    # Anthropic's input_tokens leaves out what was read from or written to the prompt cache:
+    # the model read all three, and budgets and the audit count all three.
+    read = _int(usage.get("cache_read_input_tokens"))
+    created = _int(usage.get("cache_creation_input_tokens"))
     return Completion(
         content="".join(texts),
         tool_calls=calls,
         usage=Usage(
-            input_tokens=_int(usage.get("input_tokens")),
+            input_tokens=_int(usage.get("input_tokens")) + read + created,
             output_tokens=_int(usage.get("output_tokens")),
+            cache_read_input_tokens=read,
+            cache_creation_input_tokens=created,
         ),
         dropped_tool_calls=dropped,
+        stop_reason=_stop_reason(data.get("stop_reason")),
     )

@@ -10,14 +10,36 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any, Final, Protocol, final, runtime_checkable
+from typing import Any, Final, Literal, Protocol, final, runtime_checkable
 
 import attrs
 
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.results import DataClass, ToolSpec
 
-__all__ = ["Completion", "Provider", "TrustZone", "Usage", "zone_of"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TIMEOUT",
+    "STOP_REASONS",
+    "Completion",
+    "Provider",
+    "StopReason",
+    "TrustZone",
+    "Usage",
+    "zone_of",
+]
+
+#: The most tokens one answer may have unless the caller says otherwise: every HTTP adapter
+#: sends a limit, so a server without one of its own cannot generate until the deadline.
+DEFAULT_MAX_TOKENS: Final = 4096
+#: Seconds one provider request may take unless the caller says otherwise.
+DEFAULT_TIMEOUT: Final = 60.0
+
+#: Why the model stopped, in host words: ``end`` (it finished its answer), ``tool_calls`` (it
+#: asks for tools), ``length`` (the answer was cut at the token limit), ``other`` (anything
+#: else a provider reports, such as a content filter).
+StopReason = Literal["end", "tool_calls", "length", "other"]
+STOP_REASONS: Final[frozenset[str]] = frozenset({"end", "tool_calls", "length", "other"})
 
 
 class TrustZone(enum.StrEnum):
@@ -69,10 +91,18 @@ def zone_of(provider: object) -> TrustZone:
 @final
 @attrs.frozen(kw_only=True)
 class Usage:
-    """Tokens a completion consumed, as the provider reported them (0 when it did not)."""
+    """Tokens a completion consumed, as the provider reported them (0 when it did not).
+
+    ``input_tokens`` is every token of input the model read, cached or not: budgets and the
+    audit totals count it. Where a provider reports prompt caching, its parts are kept too:
+    ``cache_read_input_tokens`` (read from the cache) and ``cache_creation_input_tokens``
+    (written to it), both already counted in ``input_tokens``.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -83,11 +113,21 @@ class Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=(
+                self.cache_creation_input_tokens + other.cache_creation_input_tokens
+            ),
         )
 
     def to_dict(self) -> dict[str, int]:
-        """``{"input_tokens": …, "output_tokens": …}``."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        """``{"input_tokens": …, "output_tokens": …}``, and each cache part that is not 0
+        (so a run without prompt caching has the shape it always had)."""
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_input_tokens:
+            out["cache_read_input_tokens"] = self.cache_read_input_tokens
+        if self.cache_creation_input_tokens:
+            out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        return out
 
 
 @final
@@ -96,7 +136,9 @@ class Completion:
     """One answer from a provider: text, the tool calls it asks for, token usage.
 
     ``dropped_tool_calls`` counts calls the provider sent that could not be kept (no usable
-    name); ``raw`` is the provider's decoded answer when an adapter chooses to keep it.
+    name); ``raw`` is the provider's decoded answer when an adapter chooses to keep it;
+    ``stop_reason`` is why the model stopped (:data:`StopReason`): ``length`` means the
+    answer was cut at the token limit, and the loop ends the run as ``max_tokens``.
     """
 
     content: str = ""
@@ -104,6 +146,9 @@ class Completion:
     usage: Usage = attrs.field(factory=Usage)
     raw: Any = None
     dropped_tool_calls: int = 0
+    stop_reason: StopReason = attrs.field(
+        default="end", validator=attrs.validators.in_(STOP_REASONS)
+    )
 
 
 @runtime_checkable

@@ -16,7 +16,9 @@ __all__ = ["DEMO_TURNS", "ScriptedProvider", "Turn"]
 #: "id"?}]}``, or a ready :class:`Completion`.
 Turn = str | Mapping[str, Any] | Completion
 
-#: The built-in demo: it exercises three builtin tools, then answers. Change it freely.
+#: The built-in demo: it exercises three builtin tools, then answers. The first call's artifact
+#: (``list_tables``' table of each table's columns) is one the model never sees: its content
+#: names the tables only. The second's repeats its content, the third has none.
 DEMO_TURNS: Final[tuple[Turn, ...]] = (
     {"content": "Let me see which tables exist.", "tool_calls": [{"name": "list_tables"}]},
     {

@@ -460,8 +460,8 @@ _cell_values = st.one_of(
 
 
 @settings(
+    # Every example writes a real SQLite table and runs the tool: 40 in every profile.
     max_examples=40,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(rows=st.lists(st.tuples(_cell_values, _cell_values, st.booleans()), max_size=25))
@@ -528,3 +528,38 @@ def test_views_are_not_readable(invoke: Invoke, shop_db: Path) -> None:
     assert "logins" not in invoke("list_tables", {}).content
     result = invoke("read_records", {"table": "logins"})
     assert result.content == "Table not found or not permitted."
+
+
+def test_list_tables_keeps_the_columns_behind(invoke: Invoke, shop_db: Path) -> None:
+    """The model gets the table names; the artifact adds each table's visible columns, and no
+    hidden column or table."""
+    listed = invoke("list_tables", {})
+    assert listed.content == "Tables (4): customers, order_items, orders, products"
+    (artifact,) = listed.artifacts
+    assert artifact.label == "tables"
+    assert artifact.data["columns"] == ["table", "columns"]
+    rows = dict(artifact.data["rows"])
+    assert rows["customers"] == "id, name, country, is_active, created_at"
+    assert rows["order_items"] == "order_id, product_id, quantity"
+    for columns in rows.values():
+        assert columns not in listed.content
+    _assert_nothing_sensitive(listed)
+
+
+def test_list_tables_artifact_stays_within_the_budget(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many wide tables: the artifact lists the first ones and says so in its label; the
+    text still names every table, and the host never has to replace the artifact."""
+    db = tmp_path / "many.db"
+    with sqlite3.connect(db) as conn:
+        cols = ", ".join(f"column_with_a_long_name_{i} TEXT" for i in range(12))
+        for n in range(200):
+            conn.execute(f"CREATE TABLE t{n:03d} ({cols})")
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+    listed = invoke("list_tables", {})
+    assert listed.content.startswith("Tables (200): t000, t001")
+    (artifact,) = listed.artifacts
+    shown = len(artifact.data["rows"])
+    assert 0 < shown < 200
+    assert artifact.label == f"tables (first {shown} of 200)"

@@ -268,6 +268,23 @@ SECRET_FRAGMENTS: Final = (
     "-----END PRIVATE KEY-----",
     "… [truncated]",
     "[REDACTED:email]",
+    # the shapes of ADR 0014: headers, assignments, key blocks, prefixes
+    "Cookie: ",
+    "a=b; ",
+    "Authorization: Token ",
+    "PGPASSWORD=",
+    "sig=",
+    "AccountKey=",
+    "<SecretAccessKey>",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    "PuTTY-User-Key-File-3: ",
+    "Private-MAC: ",
+    "xoxe.xoxp-1-",
+    "hf_",
+    "glpat-",
+    '"',
+    "$",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 )
 
 

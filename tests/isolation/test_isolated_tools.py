@@ -27,11 +27,18 @@ def test_isolated_tools_are_listed_with_their_distribution(host: ToolHost) -> No
     assert host.spec("iso_echo").parameters["required"] == ["text"]
 
 
-def test_the_host_never_imports_an_isolated_plugin(host: ToolHost) -> None:
-    assert "iso_good_mod" not in sys.modules
-    assert "iso_hostile_mod" not in sys.modules
-    assert host.invoke("iso_pid", {}).content != str(os.getpid())
-    assert "iso_good_mod" not in sys.modules
+def test_the_host_never_imports_an_isolated_plugin(
+    on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another test may have loaded these distributions in-process: forget their modules
+    # (restored after the test) before this host is built, so only this host is judged.
+    for name in ("iso_good_mod", "iso_hostile_mod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with isolated_host() as host:
+        assert "iso_good_mod" not in sys.modules
+        assert "iso_hostile_mod" not in sys.modules
+        assert host.invoke("iso_pid", {}).content != str(os.getpid())
+        assert "iso_good_mod" not in sys.modules
 
 
 def test_a_broken_isolated_plugin_is_a_load_error(

@@ -155,6 +155,27 @@ def test_numpy_docstring_parameters() -> None:
     assert props["depth"]["description"] == "How deep to go, at most."
 
 
+def test_sphinx_docstring_parameters_and_annotated_wins() -> None:
+    """A ``:param x:`` docstring describes its parameters (it gave none before); an
+    ``Annotated`` description wins over the docstring's."""
+
+    @tool
+    def rest_style(path: str, depth: Annotated[int, "Levels below the start."] = 2) -> str:
+        """List a directory tree.
+
+        :param path: Where to start,
+            relative to the root.
+        :param depth: How deep to go.
+        :returns: the tree.
+        """
+        return path
+
+    assert rest_style.spec.description == "List a directory tree."
+    props = rest_style.spec.parameters["properties"]
+    assert props["path"]["description"] == "Where to start, relative to the root."
+    assert props["depth"]["description"] == "Levels below the start."
+
+
 def test_structured_values_reach_the_function() -> None:
     result = run(
         sink,

@@ -133,6 +133,30 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         check=False,
     )
     assert built.returncode == 0, built.stdout + built.stderr
-    reference = (tmp_path / "site" / "reference" / "tools" / "index.html").read_text()
+    site = tmp_path / "site"
+    reference = (site / "reference" / "tools" / "index.html").read_text()
     assert 'id="nr_llm_core.decorator.tool"' in reference
     assert 'id="nr_llm_core.hooks.ToolHookSpec.execute"' in reference
+    _assert_roles_became_links(site)
+
+
+#: What an unrendered Sphinx role looks like in HTML (``:class:`X``` becomes ``:class:<code>X``).
+_RAW_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|data|mod|attr|exc|obj|const):")
+_LINK = re.compile(r'<a class="autorefs autorefs-internal"[^>]*href="([^"]+)"')
+
+
+def _assert_roles_became_links(site: Path) -> None:
+    """The API reference shows no raw Sphinx role, and the roles became links (ADR 0021)."""
+    pages = sorted((site / "reference").glob("*/index.html"))
+    assert len(pages) == len(list((DOCS / "reference").glob("*.md"))) - 1  # index.md is flat
+    links: dict[str, list[str]] = {}
+    for page in pages:
+        text = page.read_text()
+        assert _RAW_ROLE.findall(text) == [], page
+        links[page.parent.name] = _LINK.findall(text)
+    # Known roles, each a link to its target's anchor: the seam from ToolHost's docstring, a
+    # class on another page, a module constant (a :data: role in nr_llm_core.testing).
+    assert "#nr_llm_core.host.ToolHost.invoke" in links["host"]
+    assert "../results/#nr_llm_core.results.ToolResult" in links["host"]
+    assert "../results/#nr_llm_core.bounding.MAX_CONTENT_BYTES" in links["testing"]
+    assert sum(len(found) for found in links.values()) >= 50

@@ -124,10 +124,12 @@ def test_overloaded_then_success(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_connection_refused_fails_the_run() -> None:
-    result = run(refused_url())
+    url = refused_url()
+    result = run(url)
     assert result.termination_reason is TerminationReason.FAILED
     assert result.error == (
-        "provider error: could not reach the Anthropic provider (ConnectError) (1 attempt)"
+        f"provider error: could not reach the Anthropic provider at {url}/v1/messages "
+        "(ConnectError) (1 attempt)"
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
 from nr_llm_core.loop import TerminationReason
-from nr_llm_core.providers import _http
+from nr_llm_core.providers import _http, _settings
 from nr_llm_core.providers._http import HttpProviderBase, check_ca_bundle, tls_context
 
 from ._pki import Pki
@@ -62,11 +62,13 @@ CASES: dict[str, tuple[Callable[..., HttpProviderBase], str, str, list[Reply]]] 
 UNTRUSTED = "is not signed by a trusted certificate authority"
 
 
-def refused(what: str, problem: str = UNTRUSTED, via: str = "") -> str:
-    """A run's error when the client refused the certificate."""
+def refused(name: str, url: str, problem: str = UNTRUSTED, via: str = "") -> str:
+    """A run's error when the client refused the certificate of the server at ``url``: it
+    names the endpoint (as errors show it), never anything the certificate says."""
+    _, path, what, _ = CASES[name]
     return (
-        f"provider error: could not reach {what}{via}: the TLS certificate {problem} "
-        "(SSLCertVerificationError)"
+        f"provider error: could not reach {what} at {url}{path}{via}: the TLS certificate "
+        f"{problem} (SSLCertVerificationError)"
     )
 
 
@@ -101,12 +103,12 @@ def assert_refused_by_the_client(server: WireServer | ForwardingProxy) -> None:
 def test_without_a_ca_bundle_an_internal_ca_is_refused_before_any_request(
     name: str, pki: Pki, sleeps: list[float]
 ) -> None:
-    make, _, what, replies = CASES[name]
+    make, _, _, replies = CASES[name]
     with WireServer(replies, tls=pki.server_context()) as server:
         result = run(make(server.url, max_retries=2))
         assert_refused_by_the_client(server)
     assert result.termination_reason is TerminationReason.FAILED
-    assert result.error == refused(what)
+    assert result.error == refused(name, server.url)
     assert server.requests == []  # no request line, no header, no body: the key never left
     assert sleeps == []  # not retried: a certificate does not become trusted by waiting
 
@@ -135,7 +137,7 @@ def test_the_bundle_adds_to_the_default_roots_rather_than_replacing_them(
     # certifi's file is replaced by the "public" test authority: a server it signed stands for
     # any public API, and must stay reachable when an internal authority is added.
     monkeypatch.setattr(certifi, "where", lambda: str(pki.public_file))
-    make, _, what, replies = CASES[name]
+    make, _, _, replies = CASES[name]
     with WireServer(replies, tls=pki.server_context(pki.public)) as public:
         result = run(make(public.url))  # the control: the replaced roots are the ones used
         assert result.termination_reason is TerminationReason.COMPLETED, result.error
@@ -144,7 +146,7 @@ def test_the_bundle_adds_to_the_default_roots_rather_than_replacing_them(
         assert result.termination_reason is TerminationReason.COMPLETED, result.error
     with WireServer(replies, tls=pki.server_context()) as internal:
         result = run(make(internal.url))
-        assert result.error == refused(what)
+        assert result.error == refused(name, internal.url)
         internal.replies[:] = list(replies)
         result = run(make(internal.url, ca_bundle=pki.internal_file))
     assert result.termination_reason is TerminationReason.COMPLETED, result.error
@@ -191,7 +193,7 @@ def test_a_bundle_may_hold_many_certificates_and_comments(pki: Pki, tmp_path: Pa
 def test_ssl_cert_file_and_dir_are_ignored(
     name: str, pki: Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make, _, what, replies = CASES[name]
+    make, _, _, replies = CASES[name]
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.internal_file))
     monkeypatch.setenv("SSL_CERT_DIR", str(pki.folder))
     with WireServer([Reply(body={}), *replies], tls=pki.server_context()) as server:
@@ -200,17 +202,16 @@ def test_ssl_cert_file_and_dir_are_ignored(
             assert client.post(f"{server.url}/control", content=b"{}").status_code == 200
         result = run(make(server.url))
         assert_refused_by_the_client(server)
-    assert result.error == refused(what)
+    assert result.error == refused(name, server.url)
     assert len(server.requests) == 1  # only the control
 
 
-def test_the_certificate_problem_is_named_without_the_host(pki: Pki) -> None:
-    make, _, what, _ = CASES["openai"]
+def test_the_certificate_problem_names_the_endpoint_not_the_certificate(pki: Pki) -> None:
+    make, *_ = CASES["openai"]
     # A certificate for another name: signed by a trusted authority, but not for this host.
     with WireServer([], tls=pki.server_context(identity="other.nr-llm.test")) as server:
         result = run(make(server.url, ca_bundle=pki.internal_file))
-    assert result.error == refused(what, "does not match the host name")
-    assert "127.0.0.1" not in result.error
+    assert result.error == refused("openai", server.url, "does not match the host name")
     assert "other.nr-llm.test" not in result.error
     assert server.requests == []
 
@@ -228,14 +229,14 @@ def test_an_unknown_verification_failure_is_still_named_a_certificate_problem() 
 def test_through_a_connect_tunnel_the_bundle_verifies_the_provider(name: str, pki: Pki) -> None:
     # A corporate proxy that relays the tunnel: TLS runs end to end, and the provider's
     # internal authority is trusted through the bundle.
-    make, _, what, replies = CASES[name]
+    make, _, _, replies = CASES[name]
     with (
         WireServer(replies, tls=pki.server_context()) as server,
         ForwardingProxy(tunnel=True) as proxy,
     ):
         port = server.httpd.server_address[1]
         result = run(make(server.url, proxy=proxy.url))
-        assert result.error == refused(what, via=" through the proxy")
+        assert result.error == refused(name, server.url, via=" through the proxy")
         assert server.requests == []
         server.replies[:] = list(replies)
         proxy.requests.clear()
@@ -258,14 +259,14 @@ def test_an_https_proxy_is_verified_with_the_same_roots(
     # TLS to the proxy itself (an https:// proxy URL) is checked like TLS to the provider:
     # certifi and the bundle, never SSL_CERT_FILE, which is set here to the proxy's authority.
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.internal_file))
-    make, path, what, replies = CASES[name]
+    make, path, _, replies = CASES[name]
     with (
         WireServer(replies) as server,
         ForwardingProxy(tls=pki.server_context()) as proxy,
     ):
         assert proxy.url.startswith("https://")
         result = run(make(server.url, proxy=proxy.url))
-        assert result.error == refused(what, via=" through the proxy")
+        assert result.error == refused(name, server.url, via=" through the proxy")
         assert_refused_by_the_client(proxy)
         assert proxy.requests == []
         assert server.requests == []
@@ -321,7 +322,7 @@ def test_an_unreadable_bundle_is_refused(
         def refused(*args: Any, **kwargs: Any) -> Any:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(_http, "open", refused, raising=False)
+        monkeypatch.setattr(_settings, "open", refused, raising=False)
     with pytest.raises(ValueError) as info:
         anthropic("https://api.example", ca_bundle=locked)
     assert str(info.value) == f"the CA bundle {str(locked)!r} cannot be read (permission denied)"

@@ -25,11 +25,17 @@ from .test_openai_wire import text_reply
 
 AMBIENT = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
-# provider -> (its --base-url for a server at URL, its name in messages, a final answer)
+# provider -> (its endpoint on a server at URL, its name in messages, a final answer); the
+# --base-url is the endpoint without its last path segments.
 PROVIDERS = {
-    "openai": ("{url}/v1", "the OpenAI-compatible provider", text_reply("Trusted.")),
-    "anthropic": ("{url}", "the Anthropic provider", message_reply(text("Trusted."))),
+    "openai": (
+        "{url}/v1/chat/completions",
+        "the OpenAI-compatible provider",
+        text_reply("Trusted."),
+    ),
+    "anthropic": ("{url}/v1/messages", "the Anthropic provider", message_reply(text("Trusted."))),
 }
+BASES = {"openai": "{url}/v1", "anthropic": "{url}"}
 UNTRUSTED = "the TLS certificate is not signed by a trusted certificate authority"
 
 
@@ -43,7 +49,7 @@ def _quiet_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def run_cli(
     provider: str, server: WireServer, *extra: str, env: dict[str, str] | None = None
 ) -> Result:
-    base = PROVIDERS[provider][0].format(url=server.url)
+    base = BASES[provider].format(url=server.url)
     keys = {"OPENAI_API_KEY": "sk-cli-ca", "ANTHROPIC_API_KEY": "sk-ant-cli-ca"}
     return CliRunner().invoke(
         main,
@@ -54,7 +60,8 @@ def run_cli(
 
 def assert_refused(out: Result, provider: str, server: WireServer) -> None:
     assert out.exit_code != 0
-    assert f"could not reach {PROVIDERS[provider][1]}: {UNTRUSTED}" in out.output
+    endpoint = PROVIDERS[provider][0].format(url=server.url)
+    assert f"could not reach {PROVIDERS[provider][1]} at {endpoint}: {UNTRUSTED}" in out.output
     assert server.requests == []
 
 
@@ -158,7 +165,9 @@ def test_help_names_the_option_and_the_variable(args: list[str]) -> None:
 def test_checking_the_bundle_imports_no_httpx(pki: Pki) -> None:
     bundle = str(pki.internal_file)
     code = (
-        "import sys\n"
+        "import os, sys\n"
+        # The vendors' hosts need a key before a provider is built.
+        "os.environ.update(OPENAI_API_KEY='sk-x', ANTHROPIC_API_KEY='sk-ant-x')\n"
         "from click.testing import CliRunner\n"
         "from nr_llm_core.cli import main\n"
         "from nr_llm_core.cli._providers import make_provider\n"

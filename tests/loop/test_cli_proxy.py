@@ -180,7 +180,9 @@ def test_help_names_the_option_and_the_variable_but_never_the_value(args: list[s
 
 def test_checking_the_proxy_imports_no_httpx() -> None:
     code = (
-        "import sys\n"
+        "import os, sys\n"
+        # The vendors' hosts need a key before a provider is built.
+        "os.environ.update(OPENAI_API_KEY='sk-x', ANTHROPIC_API_KEY='sk-ant-x')\n"
         "from click.testing import CliRunner\n"
         "from nr_llm_core.cli import main\n"
         "from nr_llm_core.cli._providers import make_provider\n"

@@ -200,7 +200,8 @@ def test_a_timeout_fails_the_run() -> None:
         result = run(server.url, timeout=0.3)
     assert result.termination_reason is TerminationReason.FAILED
     assert result.error == (
-        "provider error: the OpenAI-compatible provider did not answer in time (1 attempt)"
+        f"provider error: the OpenAI-compatible provider at {server.url}/v1/chat/completions "
+        "did not answer within 0.3 s (1 attempt; a request that timed out is not sent again)"
     )
 
 
@@ -211,14 +212,16 @@ def test_a_server_that_trickles_bytes_meets_the_deadline() -> None:
     with WireServer([slow]) as server:
         result = run(server.url, timeout=0.1)
     assert result.termination_reason is TerminationReason.FAILED
-    assert "did not answer in time" in (result.error or "")
+    assert "did not answer within 0.1 s" in (result.error or "")
 
 
 def test_connection_refused_fails_the_run(sleeps: list[float]) -> None:
-    result = run(refused_url(), max_retries=1)
+    url = refused_url()
+    result = run(url, max_retries=1)
     assert result.termination_reason is TerminationReason.FAILED
     assert result.error == (
-        "provider error: could not reach the OpenAI-compatible provider (ConnectError) (2 attempts)"
+        f"provider error: could not reach the OpenAI-compatible provider at "
+        f"{url}/v1/chat/completions (ConnectError) (2 attempts)"
     )
     assert len(sleeps) == 1
 

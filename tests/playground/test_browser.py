@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from nr_llm_core.cli._output import visible
@@ -62,8 +63,9 @@ class Watch:
         self.errors: list[str] = []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(browser: Any, server: PlaygroundServer) -> Iterator[Any]:
+    """A fresh browser context per test: no test sees another's page, dialogs or errors."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -264,15 +266,29 @@ def test_approve_and_deny_resume_the_run_in_place(
 
 
 def test_the_runs_view_lists_the_store(page: Any, server: PlaygroundServer) -> None:
+    # Its own runs, so that it passes alone and in any order.
+    with httpx.Client(
+        base_url=server.origin, headers={"X-NR-LLM-Token": server.token}, timeout=30
+    ) as client:
+        started = [
+            client.post(
+                "/api/runs",
+                json={"prompt": "go", "provider": "echoes"},
+                headers={"Accept": "application/json"},
+            ).json()["run_id"]
+            for _ in range(2)
+        ]
     _open(page, server, "runs")
     rows = page.locator("#runs-table tbody tr")
     rows.first.wait_for()
-    assert rows.count() >= 3  # the gated, approved and denied runs above
-    first = rows.first.locator("button.link")
-    run_id = first.inner_text()
-    first.click()
+    # Each row's button shows the id's first characters; its title is the whole id.
+    listed = [
+        rows.nth(i).locator("button.link").get_attribute("title") for i in range(rows.count())
+    ]
+    assert listed.index(started[1]) < listed.index(started[0])  # newest first
+    rows.nth(listed.index(started[1])).locator("button.link").click()
     page.wait_for_selector("#run-detail:not([hidden]) ol.steps li")
-    assert run_id in page.locator("#run-detail h2").inner_text()
+    assert started[1] in page.locator("#run-detail h2").inner_text()
     _shot(page, "runs")
     _no_script_ran(page)
 

@@ -106,7 +106,11 @@ MARKERS = [
 ]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+# The central property: at least 400 examples (more under the long profile).
+@settings(
+    max_examples=max(400, settings.default.max_examples),
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(results)
 def test_whatever_a_tool_returns_invoke_returns_something_bounded(value: ToolResult) -> None:
     TOOL.value = value
@@ -142,7 +146,6 @@ plain = st.recursive(
 )
 
 
-@settings(max_examples=300)
 @given(st.dictionaries(st.text(max_size=8), plain, max_size=4), st.text(max_size=100))
 def test_plain_json_within_the_limits_passes_unchanged(data: dict[str, Any], content: str) -> None:
     TOOL.value = ToolResult.text(content, forged_artifact(data, label="plain"))
@@ -153,7 +156,7 @@ def test_plain_json_within_the_limits_passes_unchanged(data: dict[str, Any], con
     ]
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(results)
 def test_bounding_is_idempotent(value: ToolResult) -> None:
     TOOL.value = value
@@ -256,7 +259,8 @@ measured = st.recursive(
 )
 
 
-@settings(max_examples=500)
+# The 50,000-byte decision rests on this count: at least 500 examples.
+@settings(max_examples=max(500, settings.default.max_examples))
 @given(
     st.lists(
         st.tuples(

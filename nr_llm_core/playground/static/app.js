@@ -4,7 +4,8 @@
 
 (() => {
   const TOKEN = document.querySelector('meta[name="nr-llm-token"]').content;
-  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts } = window.nrLlm;
+  const { appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts, NOTHING } =
+    window.nrLlm;
 
   function showError(message) {
     const banner = document.getElementById("load-error");
@@ -55,7 +56,7 @@
 
   // -- shared state ----------------------------------------------------------------------------
 
-  const state = { config: null, groups: [], loadErrors: [], tool: null };
+  const state = { config: null, groups: [], loadErrors: [], tool: null, dataClassNote: "" };
 
   function fillSelect(select, values, chosen) {
     clear(select);
@@ -77,7 +78,11 @@
     appendVisible(clear(document.getElementById("tool-title")), tool.name);
     appendVisible(clear(document.getElementById("tool-description")), tool.description);
     const meta = clear(document.getElementById("tool-meta"));
-    meta.appendChild(el("span", "chip", "data: " + (tool.data_class || "undeclared")));
+    const dataClass = tool.data_class || "undeclared → " + tool.effective_data_class;
+    const data = el("span", "chip data-class", "data class: " + dataClass);
+    data.title = state.dataClassNote;
+    meta.appendChild(data);
+    meta.appendChild(el("span", "chip zones", "offered to: " + tool.offered_to.join(", ")));
     if (tool.requires_approval) meta.appendChild(el("span", "chip warn", "requires approval"));
     if (!tool.enabled) meta.appendChild(el("span", "chip warn", "disabled"));
     document.getElementById("tool-args").value = pretty(tool.example ?? {});
@@ -93,8 +98,8 @@
       const box = el("div", "banner error", loadErrors.length + " tool(s) could not be loaded:");
       const items = el("ul");
       for (const e of loadErrors) {
-        items.appendChild(el("li", null, (e.entry_point || "?") + " (" +
-          (e.distribution || "?") + "): " + e.reason));
+        items.appendChild(el("li", null, (e.entry_point || NOTHING) + " (" +
+          (e.distribution || NOTHING) + "): " + e.reason));
       }
       box.appendChild(items);
       list.appendChild(box);
@@ -161,8 +166,12 @@
     groupBox.indeterminate = on > 0 && on < boxes.length;
   }
 
+  // The tools the chosen provider may be offered; the others are shown disabled, each with
+  // the server's reason and fix (the decision the loop itself takes) as text and as a title.
   function renderToolPicker() {
+    const provider = document.getElementById("agent-provider").value;
     const root = clear(document.getElementById("agent-tools"));
+    let offerable = 0;
     for (const group of state.groups) {
       const box = el("div", "pick-group");
       const groupBox = el("input", "pick-all");
@@ -171,14 +180,25 @@
       box.appendChild(el("label", "group-label", groupBox, " " + group.group));
       const list = el("div", "pick-list");
       for (const tool of group.tools) {
+        const decision = (tool.offers || {})[provider];
+        const offered = decision ? decision.offered : tool.enabled;
+        if (offered) offerable += 1;
         const check = el("input", "pick-tool");
         check.type = "checkbox";
         check.value = tool.name;
-        check.checked = tool.enabled;
-        check.disabled = !tool.enabled;
+        check.checked = offered;
+        check.disabled = !offered;
         check.addEventListener("change", () => syncGroup(groupBox));
-        const label = el("label", tool.enabled ? "pick" : "pick off", check, " " + tool.name);
+        const label = el("label", offered ? "pick" : "pick off", check, " " + tool.name);
+        label.dataset.tool = tool.name;
         if (tool.requires_approval) label.appendChild(el("span", "chip warn", "approval"));
+        if (!offered && decision) {
+          const why = "not offered to " + provider + ": " + decision.reason + ".";
+          const fix = "Fix: " + decision.fix + ".";
+          label.dataset.code = decision.code;
+          label.title = why + " " + fix;
+          label.appendChild(el("span", "why", why, " ", el("span", "fix", fix)));
+        }
         list.appendChild(label);
       }
       box.appendChild(list);
@@ -190,6 +210,10 @@
       });
       root.appendChild(box);
       syncGroup(groupBox);
+    }
+    if (!offerable) {
+      root.prepend(el("p", "banner warn none-offered",
+        "No tool can be offered to " + provider + ": the run gets none. Each tool below says why."));
     }
   }
 
@@ -319,7 +343,7 @@
       case "context":
         setStatus("running", "Running " + (event.resumed ? "(resumed) " : "") + "· run " +
           event.run_id + " · " + event.provider + " · privacy " + event.privacy +
-          " · tools: " + (event.tools.join(", ") || "none"));
+          " · tools: " + (event.tools.join(", ") || NOTHING));
         break;
       case "step":
         addStep(event);
@@ -384,8 +408,14 @@
     try {
       const detail = await getJSON("/api/runs/" + encodeURIComponent(runId));
       box.appendChild(el("h2", null, "Run " + runId));
-      box.appendChild(el("p", "muted", "status " + detail.run.status + " · privacy " +
-        detail.run.privacy_level + " · " + detail.steps.length + " persisted step(s)"));
+      const meta = detail.run.meta || {};
+      const failed = detail.run.status === "failed";
+      box.appendChild(el("p", failed ? "banner error run-summary" : "muted run-summary",
+        "status " + detail.run.status +
+        (detail.run.termination_reason ? " (" + detail.run.termination_reason + ")" : "") +
+        " · provider " + (meta.provider || "-") + " · model " + (meta.model || "-") +
+        " · privacy " + detail.run.privacy_level + " · " + detail.steps.length +
+        " persisted step(s)"));
       const list = el("ol", "steps");
       for (const record of detail.steps) {
         const item = el("li", "step");
@@ -404,6 +434,18 @@
     }
   }
 
+  // The prompt as the store kept it (redacted at redacted); at metadata and none no text is
+  // kept, and the cell says so.
+  function promptCell(run) {
+    if (typeof run.prompt !== "string") {
+      return el("td", "prompt muted", "not kept at " + run.privacy_level);
+    }
+    const short = run.prompt.length > 80 ? run.prompt.slice(0, 79) + "…" : run.prompt;
+    const cell = el("td", "prompt", short);
+    cell.title = run.prompt;
+    return cell;
+  }
+
   async function loadRuns() {
     const note = clear(document.getElementById("runs-note"));
     const table = clear(document.getElementById("runs-table"));
@@ -415,7 +457,8 @@
       const data = await getJSON("/api/runs");
       appendVisible(note, data.runs.length + " run(s), newest first. Pick one to see its steps.");
       const head = el("tr");
-      for (const name of ["Started", "Status", "Run", "Steps", "Privacy", "Reason"]) {
+      for (const name of ["Started", "Status", "Run", "Prompt", "Provider", "Model", "Steps",
+        "Privacy", "Reason"]) {
         head.appendChild(el("th", null, name));
       }
       table.appendChild(el("thead", null, head));
@@ -425,9 +468,17 @@
         open.type = "button";
         open.title = run.id;
         open.addEventListener("click", () => showRun(run.id));
-        const row = el("tr", null, el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)), el("td", null, run.status),
-          el("td", null, open), el("td", null, String(run.steps)),
-          el("td", null, run.privacy_level), el("td", null, run.termination_reason || ""));
+        const failed = run.status === "failed";
+        const status = el("span", failed ? "chip error" : "chip", run.status);
+        const reason = el("td", "reason", run.termination_reason || NOTHING);
+        if (failed && run.error) reason.appendChild(el("span", "error-text", ": " + run.error));
+        const row = el("tr", failed ? "failed" : null,
+          el("td", null, String(run.started_at).replace("T", " ").slice(0, 19)),
+          el("td", "run-state", status), el("td", null, open), promptCell(run),
+          el("td", "provider", run.provider || NOTHING), el("td", "model", run.model || NOTHING),
+          el("td", null, String(run.steps)), el("td", null, run.privacy_level), reason);
+        row.dataset.status = run.status;
+        row.dataset.run = run.id;
         body.appendChild(row);
       }
       table.appendChild(body);
@@ -462,6 +513,7 @@
       const tools = await getJSON("/api/tools");
       state.groups = tools.groups;
       state.loadErrors = tools.load_errors;
+      state.dataClassNote = tools.data_class_note || "";
     } catch (error) {
       showError("Could not load the playground: " + error.message);
       return;
@@ -473,6 +525,7 @@
       state.config.providers[0]);
     renderToolList(state.loadErrors);
     renderToolPicker();
+    document.getElementById("agent-provider").addEventListener("change", renderToolPicker);
     window.addEventListener("hashchange", () => show(location.hash.slice(1)));
     document.body.dataset.ready = "true";
     show(location.hash.slice(1));

@@ -5,6 +5,9 @@
 
 (() => {
   const MARKER_LABEL = "Artifacts omitted";
+  // The one label for an absent value, and the sentence for no artifacts: the CLI's too
+  // (nr_llm_core/cli/_output.py NOTHING, NO_ARTIFACTS).
+  const NOTHING = "-";
   // Control characters (but tab and newline), format characters (bidi overrides, zero-width),
   // line/paragraph separators and lone surrogates: shown as escapes so they cannot hide text.
   const INVISIBLE = /(?![\t\n])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
@@ -171,6 +174,6 @@
   }
 
   window.nrLlm = Object.freeze({
-    appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts,
+    appendVisible, el, clear, pretty, jsonBlock, tabs, renderArtifacts, NOTHING,
   });
 })();

@@ -1,0 +1,321 @@
+"""The decisions behind the secret shapes: what a match is replaced with, and when it is kept.
+
+A regex finds where a secret may be; the replacers here decide, on the match alone, whether it
+is one (``password: hunter2``) or ordinary text that has the same outline (``token: str``, a
+Luhn-valid order number). Every check reads only the match and the character after it, so
+the catalogue stays linear in its input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import Final
+
+__all__ = [
+    "KEY_BEGIN",
+    "MASK_OPEN",
+    "Replacer",
+    "authorization",
+    "basic",
+    "bearer",
+    "card",
+    "cookie",
+    "credential",
+    "is_card_number",
+    "keep_prefix",
+    "luhn_valid",
+    "mask",
+    "mask_key_blocks",
+    "url_credentials",
+]
+
+#: Every mask starts with this; a value that starts with it has been masked already.
+MASK_OPEN: Final = "[REDACTED:"
+
+Replacer = Callable[[re.Match[str]], str]
+
+
+def mask(kind: str) -> str:
+    """The fixed mask for a secret of ``kind``: ``[REDACTED:<kind>]``."""
+    return f"{MASK_OPEN}{kind}]"
+
+
+def keep_prefix(kind: str) -> Replacer:
+    """Mask group ``secret`` and keep what precedes it (``Bearer ``, ``token=``, ``https://``)."""
+    masked = mask(kind)
+
+    def replace(m: re.Match[str]) -> str:
+        start, end = m.span("secret")
+        whole = m.group()
+        base = m.start()
+        return whole[: start - base] + masked + whole[end - base :]
+
+    return replace
+
+
+# -- cards ---------------------------------------------------------------------------------------
+
+
+def luhn_valid(digits: str) -> bool:
+    """Whether the decimal string ``digits`` passes the Luhn checksum."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+# Issuer ranges (lowest prefix, highest prefix, lengths), as the card networks publish them.
+# A random 13-19 digit number fits one of these far less often than "starts with 2-6" (about a
+# fifth as often), which is what keeps order numbers and IDs that happen to pass Luhn unmasked.
+_ANY_LONG: Final = frozenset(range(16, 20))
+_CARD_RANGES: Final = (
+    ("4", "4", frozenset({16, 19})),  # Visa (13-digit numbers are no longer issued)
+    ("51", "55", frozenset({16})),  # Mastercard
+    ("2221", "2720", frozenset({16})),  # Mastercard 2-series
+    ("34", "34", frozenset({15})),  # American Express
+    ("37", "37", frozenset({15})),
+    ("6011", "6011", _ANY_LONG),  # Discover
+    ("644", "649", _ANY_LONG),
+    ("65", "65", _ANY_LONG),
+    ("62", "62", _ANY_LONG),  # UnionPay
+    ("3528", "3589", _ANY_LONG),  # JCB
+    ("300", "305", frozenset(range(14, 20))),  # Diners Club
+    ("36", "36", frozenset(range(14, 20))),
+    ("38", "39", frozenset(range(14, 20))),
+    ("2200", "2204", _ANY_LONG),  # Mir
+    ("5018", "5018", frozenset(range(13, 20))),  # Maestro
+    ("5020", "5020", frozenset(range(13, 20))),
+    ("5038", "5038", frozenset(range(13, 20))),
+    ("6304", "6304", frozenset(range(13, 20))),
+    ("6759", "6759", frozenset(range(13, 20))),
+    ("6761", "6763", frozenset(range(13, 20))),
+)
+
+
+def is_card_number(digits: str) -> bool:
+    """Whether ``digits`` is a payment card number: an issuer's prefix and length, and Luhn."""
+    n = len(digits)
+    for low, high, lengths in _CARD_RANGES:
+        if n in lengths and low <= digits[: len(low)] <= high:
+            return luhn_valid(digits)
+    return False
+
+
+def card(m: re.Match[str]) -> str:
+    """Replacer for digit runs: masked only when they are a card number."""
+    digits = m.group().replace(" ", "").replace("-", "")
+    return mask("card") if is_card_number(digits) else m.group()
+
+
+# -- ordinary text that looks like a value -------------------------------------------------------
+
+# Placeholders and templates, after gitleaks' global allowlist and detect-secrets'
+# is_templated_secret: $VAR, ${VAR}, $(command), %s, %(name)s, %VAR%, {}, {0}, {{ x }},
+# <your-key>, ****, xxxx, "...".
+_PLACEHOLDER: Final = re.compile(
+    r"\$\(.*|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]*\)?[sdr]|%[A-Za-z_][A-Za-z0-9_]*%"
+    r"|\{\{?[^{}]*\}\}?|<[^<>]*>|\*+|[xX]+|\.\.\.|…"
+)
+# Paths, after gitleaks' global allowlist: PWD=/home/ann is a directory, not a password.
+_PATH: Final = re.compile(r"/(?:bin|etc|home|opt|tmp|usr|var|Users|root|srv|mnt)(?:/[^\s]*)?")
+# The shortest signature masked (a truncated HMAC-SHA1 is 20 hex digits, an Azure SAS 44).
+_SIGNATURE_MIN: Final = 16
+# More spaces than this before the "=" or ":" is alignment: only a quoted value counts there.
+_ALIGNED: Final = 4
+# Language literals, after gitleaks' allowlist: "password = None" holds no password.
+_LITERALS: Final = frozenset({"None", "True", "False", "null", "true", "false", "nil", "undefined"})
+_SMALL_NUMBER: Final = re.compile(r"[0-9]{1,3}|0[xX][0-9a-fA-F]{1,16}")
+# A word shorter than this, unquoted, is prose or a type name; a longer run of letters is kept
+# masked because random tokens of that length are often letters only.
+_WORD_MAX: Final = 24
+
+
+def _is_word(value: str) -> bool:
+    # Letters, with "_", "-" or "|" inside: prose ("a tool runner"), a type ("str", "Final"), an
+    # identifier ("nextchar", "EOF"), a placeholder word ("changeme").
+    return len(value) < _WORD_MAX and all(c.isalpha() or c in "_-|" for c in value)
+
+
+def _is_code_reference(value: str) -> bool:
+    # After detect-secrets' is_indirect_reference: get_token(), self[0], os.environ["X"],
+    # self.token, settings.SECRET_KEY. A dotted name counts only without digits, so a value
+    # like "P4ss.w0rd" stays a value.
+    if value[0] in "([{":
+        return True
+    head = value.split("(", 1)[0].split("[", 1)[0]
+    parts = head.split(".")
+    if not all(p.isidentifier() and p.isascii() for p in parts):
+        return False
+    if len(head) < len(value):
+        return True
+    return len(parts) > 1 and not any(c.isdigit() for c in head)
+
+
+def _is_placeholder(value: str) -> bool:
+    return (
+        value.startswith(MASK_OPEN)
+        or value in _LITERALS
+        or _PLACEHOLDER.fullmatch(value) is not None
+        or _PATH.fullmatch(value) is not None
+        or (value.startswith("/") and value.count("/") > 1)  # /en/docs/page: a path, not a key
+    )
+
+
+def _literal_assignment(m: re.Match[str]) -> bool:
+    # NAME=value with no space, under an environment-variable or INI-style name (no lowercase
+    # letter, or a capital first: PGPASSWORD=, AUTO_SESSION_PASSWORD=, Password=): shell, .env
+    # and INI files have no variables without a "$", so even a word is the value itself.
+    name = m.group("name")
+    return (
+        m.string.startswith("=", m.start("before"))
+        and not m.group("before")
+        and not m.group("after")
+        and (name[0].isupper() or not any(c.islower() for c in name))
+    )
+
+
+def credential(m: re.Match[str]) -> str:
+    """Replacer for ``name: value`` / ``name=value`` pairs under a credential-like name.
+
+    A quoted value is a literal (``"password": "hunter"``) and is masked unless it is a
+    placeholder; an unquoted one is masked unless it is also a word, a code reference or a
+    small number (``token: str``, ``token=self.token``, ``sig = 0``).
+    """
+    value = m.group("secret")
+    # Closing brackets and sentence punctuation belong to the code or the prose around it:
+    # "(token: str)", "{'password': password}", "the token: x."
+    core = value.rstrip(")]},.:!?")
+    # After detect-secrets' heuristics: a value has a letter or digit and more than one
+    # character ("/", "***@", "x" are not values), and is not a template or a mask.
+    if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":
+        return m.group()  # (…), [list], {template}, YAML's !secret and !env tags
+    if _is_placeholder(core):
+        return m.group()
+    # Unquoted, or the first word of a longer quoted phrase ("at least %d"): a word, a
+    # reference or a small number is text; a literal closed right after the value is a value.
+    # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
+    quote = m.group("quote")
+    quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
+    quoted = quoted or (quote is None and _literal_assignment(m))
+    if not quoted and len(m.group("before")) > _ALIGNED:
+        return m.group()  # an aligned table or grammar ("token          = 1*tchar")
+    if m.group("name").lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN:
+        return m.group()  # "signature: sha256": a signature is a MAC, never that short
+    if not quoted and (_is_word(core) or _is_code_reference(core) or _SMALL_NUMBER.fullmatch(core)):
+        return m.group()
+    return keep_prefix("credential-value")(m)
+
+
+def _followed_by_call(m: re.Match[str]) -> bool:
+    end = m.end()
+    return end < len(m.string) and m.string[end] in "(["
+
+
+def url_credentials(m: re.Match[str]) -> str:
+    """Replacer for ``scheme://user:password@``: kept when the password is a placeholder."""
+    userinfo = m.group("secret")
+    password = userinfo.partition(":")[2]
+    if userinfo.startswith("[") or _is_placeholder(password):
+        return m.group()  # scheme://[user:password@]host, user:${PASSWORD}@, user:****@
+    return keep_prefix("url-credentials")(m)
+
+
+def _looks_like_token(token: str) -> bool:
+    # Letters and hyphens below the word length are prose ("the bearer instrument",
+    # "Bearer token-based"); real tokens have digits or symbols, or are long.
+    return not _is_word(token)
+
+
+def bearer(m: re.Match[str]) -> str:
+    """Replacer for ``Bearer <token>``."""
+    return keep_prefix("bearer-token")(m) if _looks_like_token(m.group("secret")) else m.group()
+
+
+def basic(m: re.Match[str]) -> str:
+    """Replacer for ``Basic <base64>``: only base64 that decodes to ``user:password``."""
+    token = m.group("secret")
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return m.group()
+    return keep_prefix("basic-auth")(m) if b":" in decoded else m.group()
+
+
+def authorization(m: re.Match[str]) -> str:
+    """Replacer for ``Authorization: [scheme] <credentials>`` (RFC 9110 §11.6.2)."""
+    secret = m.group("secret")
+    if _followed_by_call(m) or _is_code_reference(secret) or not _looks_like_token(secret):
+        return m.group()  # authorization = self.headers.get(...), "Authorization: required"
+    return keep_prefix("authorization")(m)
+
+
+# Set-Cookie attributes (RFC 6265 §5.2 and later drafts): their values are not the cookie's.
+_COOKIE_ATTRIBUTES: Final = frozenset(
+    {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority",
+     "partitioned", "version", "comment"}
+)  # fmt: skip
+_COOKIE_MASK: Final = mask("cookie")
+_COOKIE_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 6265's cookie-name token
+
+
+def cookie(m: re.Match[str]) -> str:
+    """Replacer for ``Cookie:``/``Set-Cookie:`` lines: every cookie value masked, names kept."""
+    start, end = m.span("secret")
+    base = m.start()
+    whole = m.group()
+    pairs = whole[start - base : end - base].split(";")
+    for i, pair in enumerate(pairs):
+        name, eq, value = pair.partition("=")
+        if not eq or not value.strip() or not _COOKIE_NAME.fullmatch(name.strip()):
+            continue
+        if name.strip().lower() in _COOKIE_ATTRIBUTES:
+            continue
+        if value.startswith(MASK_OPEN):
+            continue
+        pairs[i] = name + eq + _COOKIE_MASK
+    return whole[: start - base] + ";".join(pairs) + whole[end - base :]
+
+
+# -- private-key blocks --------------------------------------------------------------------------
+
+#: Where a private-key block starts: PEM (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS #8), PGP,
+#: SSH2 and PuTTY.
+KEY_BEGIN: Final = re.compile(
+    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----"
+    r"|PuTTY-User-Key-File-[0-9]{1,2}:"
+)
+_KEY_END: Final = re.compile(
+    r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"|---- END SSH2 ENCRYPTED PRIVATE KEY ----"
+    r"|Private-MAC: ?[0-9A-Fa-f]{0,128}"
+)
+_KEY_MASK: Final = mask("private-key")
+
+
+def mask_key_blocks(text: str) -> str:
+    """``text`` with every private-key block (PEM, PGP, SSH2, PuTTY) masked.
+
+    A block runs from its BEGIN line through its END line; a block with no END (cut, or pasted
+    in part) is masked to the end of the string: half a key is still a key, and a blank line
+    does not end one (PGP armour and legacy encrypted PEM have a blank line inside).
+    """
+    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while (begin := KEY_BEGIN.search(text, pos)) is not None:
+        out.append(text[pos : begin.start()])
+        out.append(_KEY_MASK)
+        end = _KEY_END.search(text, begin.end())
+        if end is None:
+            return "".join(out)
+        pos = end.end()
+    out.append(text[pos:])
+    return "".join(out)
