@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -89,25 +88,31 @@ def dispatch(
     """Call ``tool`` under ``limit`` seconds (``None``: no limit) and return the bounded
     result and, when the host wrote the result, its failure; log what happened. Never raises
     but for the user's Ctrl-C."""
-    if limit is not None and tool.remote is None:
+    remote = tool.remote
+    if limit is not None and remote is None:
         outcome = _in_thread(tool, name, arguments, context, limit)
     else:
-        # In this thread: without a limit, or for an isolated tool (its worker process is
-        # killed at the limit).
-        remote = tool.remote
-        if limit is not None and remote is not None:
-
-            def call() -> object:
-                return remote.call(arguments, context, limit)
-
+        # In this thread: without a limit, or for a tool in another process (it stops what
+        # it waits for at the limit). The common path: no closure, no box, no outcome object.
+        try:
+            if remote is not None and limit is not None:
+                value = remote.call(arguments, context, limit)
+            elif not tool.takes_context:
+                value = tool.execute(arguments)
+            else:
+                value = call_tool(tool, arguments, context)
+        except BaseException as exc:
+            if is_users_interrupt(exc):
+                raise
+            outcome = _raised(name, limit, exc)
         else:
-
-            def call() -> object:
-                return call_tool(tool, arguments, context)
-
-        box: list[_Outcome] = []
-        _settle(name, limit, call, box.append, interruptible=True)
-        outcome = box[0]
+            try:
+                result = bound_result(value)
+            except Exception:  # pragma: no cover - bounding fails closed; _returned logs it
+                result = None
+            if result is not None:
+                return result, None
+            outcome = _returned(name, value)
     outcome.report()
     return outcome.result, outcome.failure
 
@@ -133,9 +138,15 @@ def _in_thread(
         done.set()
 
     def run() -> None:
+        # The tool's value or exception is held here until the caller has its outcome: a
+        # ``__del__`` that never returns holds this abandoned thread only.
         try:
-            # No signal reaches this thread: whatever the tool raises is the tool's.
-            _settle(name, limit, lambda: call_tool(tool, arguments, context), deliver)
+            try:
+                value = call_tool(tool, arguments, context)
+            except BaseException as exc:  # no signal reaches this thread: it is the tool's
+                deliver(_raised(name, limit, exc))
+                return
+            deliver(_returned(name, value))
         finally:
             done.set()
 
@@ -143,29 +154,9 @@ def _in_thread(
     worker.start()
     if not done.wait(limit):
         return _timed_out(name, limit)
-    if not box:  # pragma: no cover - _settle delivers or the thread died of a host fault
+    if not box:  # pragma: no cover - run() delivers or the thread died of a host fault
         return _Outcome(*error_result(FailureKind.FAILED, name))
     return box[0]
-
-
-def _settle(
-    name: str,
-    limit: float | None,
-    call: Callable[[], object],
-    deliver: Callable[[_Outcome], None],
-    *,
-    interruptible: bool = False,
-) -> None:
-    """Make the call and hand what it came to to ``deliver``, while the tool's value or
-    exception is still held here: it is let go only after ``deliver`` returned."""
-    try:
-        value = call()
-    except BaseException as exc:
-        if interruptible and is_users_interrupt(exc):
-            raise
-        deliver(_raised(name, limit, exc))
-        return
-    deliver(_returned(name, value))
 
 
 def _timed_out(name: str, limit: float | None) -> _Outcome:

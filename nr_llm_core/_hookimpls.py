@@ -1,5 +1,4 @@
-"""Finding a tool plugin's hookimpls once, on its real type, and the frozen stand-in that pluggy
-registers in the plugin's place.
+"""A plugin's hookimpls, found once on its real type, and the stand-in pluggy registers.
 
 A plugin is looked at exactly once: the hookimpls are the marked functions in the ``__dict__``
 of each class of ``type(plugin).__mro__`` (the first class that defines a name wins, as in
@@ -209,8 +208,8 @@ def _checked(attribute: str, raw: object, plugin: object) -> Hookimpl | None:
 
 def find_hookimpls(plugin: object) -> dict[str, Hookimpl]:
     """Hook name -> the checked :class:`Hookimpl`, read once from the plugin's type (or a
-    module's dict); :class:`ToolLoadError` for every hookimpl a tool may not declare, for a
-    second implementation of a hook, and for a missing one."""
+    module's dict); :class:`~nr_llm_core.errors.ToolLoadError` for every hookimpl a tool may
+    not declare, for a second implementation of a hook, and for a missing one."""
     found: dict[str, Hookimpl] = {}
     for attribute, raw in _names(plugin):
         impl = _checked(attribute, raw, plugin)
@@ -280,7 +279,7 @@ class CheckedPlugin:
     pluggy sees no object of the plugin's, so nothing the plugin does after the check can
     change what pluggy holds. (The host never calls pluggy's hooks: its own table calls the
     same checked implementations. pluggy is kept for its registry, which
-    :attr:`ToolHost.plugin_manager` shows.)
+    :attr:`~nr_llm_core.host.ToolHost.plugin_manager` shows.)
     """
 
     __slots__ = ("execute", "tool_spec")

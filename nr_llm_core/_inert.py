@@ -1,5 +1,4 @@
-"""Reading a plugin's objects without running any of its code: type names, exception fields,
-traceback frames.
+"""Reading a plugin's type names, exception fields and frames without running its code.
 
 Python lets a plugin put code behind almost every read: a property or ``__getattribute__`` on an
 exception class, a metaclass property for ``__name__`` or ``__module__``, a ``str`` subclass for
@@ -22,6 +21,7 @@ import types
 from collections import deque
 from typing import Any, Final
 
+from nr_llm_core import errors, results
 from nr_llm_core.bounding import coerce_utf8, read_str
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "exception_dict",
     "format_frames",
     "is_users_interrupt",
+    "know_host_types",
     "known_type_phrase",
     "own_item",
     "printable",
@@ -144,23 +145,20 @@ def _types_of(values: list[object]) -> dict[int, tuple[type, str]]:
 # set or a dict keyed by the classes themselves would hash them (a metaclass can define
 # ``__hash__``).
 _KNOWN: Final = _types_of([*vars(builtins).values(), type(None)])
-_HOST_ADDED: list[bool] = []
+# and nr-llm's own (failures adds its types as it is imported: it imports this module).
+_KNOWN.update(_types_of([getattr(m, name) for m in (errors, results) for name in m.__all__]))
 
 
-def _add_host_types() -> None:
-    from nr_llm_core import errors, failures, results
-
-    for module in (errors, failures, results):
-        _KNOWN.update(_types_of([getattr(module, name) for name in module.__all__]))
-    _HOST_ADDED.append(True)
+def know_host_types(module: types.ModuleType) -> None:
+    """Name the public types of an nr-llm ``module`` in :func:`known_type_phrase` (each host
+    module that defines exception types a plugin may raise calls this as it is imported)."""
+    _KNOWN.update(_types_of([getattr(module, name) for name in module.__all__]))
 
 
 def known_type_phrase(cls: type) -> str:
     """``cls`` in host words: the name of a builtin or nr-llm type, ``a subclass of <name>``
     for the nearest such type in its method resolution order, else ``a value of a plugin's
     class``. A plugin's own class name never appears: it is text the plugin chose."""
-    if not _HOST_ADDED:
-        _add_host_types()
     mro = _MRO.__get__(cls)
     for index, klass in enumerate(mro[:_MAX_MRO] if type(mro) is tuple else ()):
         entry = _KNOWN.get(id(klass))

@@ -20,12 +20,20 @@ from __future__ import annotations
 import enum
 import json
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
 import attrs
 
-from nr_llm_core._inert import ABSENT, exception_args, exception_dict, own_item, qualified_name
+from nr_llm_core._inert import (
+    ABSENT,
+    exception_args,
+    exception_dict,
+    know_host_types,
+    own_item,
+    qualified_name,
+)
 from nr_llm_core.bounding import coerce_utf8
 from nr_llm_core.errors import NrLlmError
 from nr_llm_core.results import ToolResult
@@ -339,3 +347,7 @@ def invalid_arguments(
         message=_bounded_str(message, MAX_DETAIL_CHARS),
     )
     return ToolResult.error(text), failure
+
+
+# What a plugin raises of ours (InvalidArguments, ToolFailed) is named in host words.
+know_host_types(sys.modules[__name__])
