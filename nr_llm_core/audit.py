@@ -67,6 +67,7 @@ from nr_llm_core.privacy import (
     RunStepPrivacyFilter,
     effective_level,
     resolve_privacy_level,
+    run_level,
 )
 from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
 
@@ -244,8 +245,19 @@ class AgentRunPersister:
             rows = self._read("SELECT privacy_level FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
-            # A stored level this code does not know is read as METADATA, never as more.
-            level = self._levels[run_id] = resolve_privacy_level(rows[0][0])
+            # A run begun elsewhere: its stored level, unless this process names a stricter
+            # one (run_level decides, for both stores); the stricter is stored with the run.
+            level = run_level(rows[0][0], self.ceiling)
+            if level.value != rows[0][0]:
+                with self._write() as conn:
+                    row = conn.execute(
+                        "SELECT privacy_level FROM runs WHERE id = ?", (run_id,)
+                    ).fetchone()
+                    level = run_level(row[0] if row else None, level)
+                    conn.execute(
+                        "UPDATE runs SET privacy_level = ? WHERE id = ?", (level.value, run_id)
+                    )
+            self._levels[run_id] = level
         return level
 
     def record_step(self, run_id: str, step: RunStep) -> bool:

@@ -84,6 +84,7 @@ __all__ = [
     "effective_level",
     "reason_code",
     "resolve_privacy_level",
+    "run_level",
 ]
 
 logger = logging.getLogger("nr_llm.privacy")
@@ -199,6 +200,21 @@ def effective_level(*levels: PrivacyLevel | str | None) -> PrivacyLevel:
     if env is not None and env.strip():
         named.append(resolve_privacy_level(None))
     return min(named, key=_KEEPS.__getitem__, default=PrivacyLevel.METADATA)
+
+
+def run_level(stored: str | None, *named: PrivacyLevel | str | None) -> PrivacyLevel:
+    """The level a process records an existing run's steps at: the one stored with the run,
+    unless this process names a stricter one.
+
+    A run is begun at one level and may be resumed, settled or taken over by another process
+    (``nr-llm runs approve``, a worker) that names its own: its store's level, and
+    ``NR_LLM_PRIVACY_LEVEL`` (through :func:`effective_level`, which always hears it). Both
+    stores ask this function for every run they did not begin themselves, and store the
+    result with the run when it is stricter. A stored level this code does not know (or none)
+    counts as METADATA, never as more.
+    """
+    recorded = PrivacyLevel.METADATA if stored is None else resolve_privacy_level(stored)
+    return effective_level(recorded, *named)
 
 
 def call_reference(call_id: str) -> str:

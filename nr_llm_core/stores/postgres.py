@@ -51,6 +51,7 @@ from nr_llm_core.privacy import (
     RunStepPrivacyFilter,
     effective_level,
     resolve_privacy_level,
+    run_level,
 )
 from nr_llm_core.stores import _pg_states as _st
 from nr_llm_core.stores._tables import events, runs, states
@@ -223,7 +224,19 @@ class PostgresStore:
             rows = self._read(sa.select(runs.c.privacy_level).where(runs.c.id == run_id))
             if not rows:
                 return None
-            level = self._levels[run_id] = resolve_privacy_level(rows[0][0])
+            # As AgentRunPersister: the stored level unless this process names a stricter
+            # one (run_level decides), and the stricter is stored with the run.
+            level = run_level(rows[0][0], self.ceiling)
+            if level.value != rows[0][0]:
+                with self._write() as conn:
+                    stored = conn.execute(
+                        sa.select(runs.c.privacy_level).where(runs.c.id == run_id).with_for_update()
+                    ).scalar()
+                    level = run_level(stored, level)
+                    conn.execute(
+                        sa.update(runs).where(runs.c.id == run_id).values(privacy_level=level.value)
+                    )
+            self._levels[run_id] = level
         return level
 
     def record_step(self, run_id: str, step: RunStep) -> bool:

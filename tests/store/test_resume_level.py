@@ -42,11 +42,6 @@ def _suspend_at(db: Path, level: str) -> tuple[str, str]:
     return result.run_id, result.suspended.digest
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentRunPersister._level reads the run's stored level alone; the environment "
-    "does not take part (audit.py, busy)",
-)
 def test_a_stricter_environment_applies_to_the_steps_a_resumer_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,11 +57,6 @@ def test_a_stricter_environment_applies_to_the_steps_a_resumer_records(
     assert files_holding(db, [AFTER]) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentRunPersister._level reads the run's stored level alone; the environment "
-    "does not take part (audit.py, busy)",
-)
 def test_runs_approve_under_a_stricter_environment_records_at_that_level(
     tmp_path: Path,
 ) -> None:
