@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from nr_llm_core.approval import approver_level
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
 from nr_llm_core.cli._pending import (
@@ -141,7 +142,7 @@ def show_run(run_id: str, db: str | None, as_json: bool) -> None:
             data = store.load_suspended(run_id)
         except AuditStoreError as exc:  # a state file missing or altered: say so, show the rest
             data, lost = None, str(exc)
-    level = record["privacy_level"]
+    level = approver_level(record["privacy_level"])  # the environment's, when stricter
     run: dict[str, Any] = dict(record)
     # The trace its telemetry exported it in (docs/telemetry.md), from the run's meta.
     traced = parse_traceparent(run.get("meta"))

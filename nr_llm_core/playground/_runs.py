@@ -23,7 +23,7 @@ from typing import Any, Final, final
 import attrs
 
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
+from nr_llm_core.approval import SuspendedRunState, approver_level, approver_view, decisions_for
 from nr_llm_core.audit import AuditStoreError, claimant
 from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
 from nr_llm_core.host import ToolHost
@@ -300,7 +300,10 @@ class RunManager:
             record = None if self.store is None else self.store.persister.get_run(run_id)
         except AuditStoreError:
             return None
-        return requested if record is None else record["privacy_level"]
+        if record is None:
+            return requested
+        level = approver_level(record["privacy_level"])  # NR_LLM_PRIVACY_LEVEL when stricter
+        return level if type(level) is str else None
 
     def _terminal(self, result: ToolLoopResult, setup: _Setup) -> Event:
         base: Event = {"run_id": result.run_id, "iterations": result.iterations}
