@@ -68,6 +68,7 @@ from nr_llm_core.privacy import (
     effective_level,
     resolve_privacy_level,
     run_level,
+    stored_level_update,
 )
 from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
 
@@ -248,15 +249,18 @@ class AgentRunPersister:
             # A run begun elsewhere: its stored level, unless this process names a stricter
             # one (run_level decides, for both stores); the stricter is stored with the run.
             level = run_level(rows[0][0], self.ceiling)
-            if level.value != rows[0][0]:
+            if stored_level_update(rows[0][0], level) is not None:
                 with self._write() as conn:
                     row = conn.execute(
                         "SELECT privacy_level FROM runs WHERE id = ?", (run_id,)
                     ).fetchone()
-                    level = run_level(row[0] if row else None, level)
-                    conn.execute(
-                        "UPDATE runs SET privacy_level = ? WHERE id = ?", (level.value, run_id)
-                    )
+                    stored = None if row is None else row[0]
+                    level = run_level(stored, level)
+                    update = stored_level_update(stored, level)
+                    if update is not None:
+                        conn.execute(
+                            "UPDATE runs SET privacy_level = ? WHERE id = ?", (update, run_id)
+                        )
             self._levels[run_id] = level
         return level
 

@@ -85,6 +85,7 @@ __all__ = [
     "reason_code",
     "resolve_privacy_level",
     "run_level",
+    "stored_level_update",
 ]
 
 logger = logging.getLogger("nr_llm.privacy")
@@ -215,6 +216,21 @@ def run_level(stored: str | None, *named: PrivacyLevel | str | None) -> PrivacyL
     """
     recorded = PrivacyLevel.METADATA if stored is None else resolve_privacy_level(stored)
     return effective_level(recorded, *named)
+
+
+def stored_level_update(stored: str | None, applied: PrivacyLevel) -> str | None:
+    """The level text to store with a run whose row says ``stored`` once :func:`run_level`
+    chose ``applied`` for it, or ``None`` when the row stays as it is.
+
+    ``applied`` is never wider than ``stored``, so a known level is replaced by a stricter
+    one. Text this version does not know (a newer version's level, read as METADATA here) is
+    replaced only by ``none``: it might mean something stricter than any guess but that.
+    """
+    if stored == applied.value:
+        return None
+    if stored in _KEEPS or applied is PrivacyLevel.NONE:
+        return applied.value
+    return None
 
 
 def call_reference(call_id: str) -> str:
