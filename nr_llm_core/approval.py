@@ -27,13 +27,11 @@ from nr_llm_core._signing import mac
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.messages import ChatMessage, ToolCall
-from nr_llm_core.privacy import run_level
 from nr_llm_core.providers.base import Usage
 
 __all__ = [
     "STATE_VERSION",
     "SuspendedRunState",
-    "approver_level",
     "approver_view",
     "arguments_shown",
     "decisions_for",
@@ -47,7 +45,6 @@ _DIGEST_PURPOSE: Final = "nr-llm/approval-digest/v2"
 
 # The run privacy levels at which an approver is shown the pending calls' arguments.
 _ARGUMENTS_SHOWN: Final = frozenset({"metadata", "redacted", "full"})
-_LEVEL_NAMES: Final = frozenset({"none", *_ARGUMENTS_SHOWN})
 
 
 def _strict_int(value: Any, _: type) -> int:
@@ -172,17 +169,6 @@ class SuspendedRunState:
         if type(data) is not dict:
             raise ApprovalError("not a valid suspended run state: not a JSON object")
         return cls.from_dict(data)
-
-
-def approver_level(recorded: object) -> object:
-    """The level an approver's view of a run follows: the one recorded with the run (the
-    run record's ``privacy_level`` text), or ``NR_LLM_PRIVACY_LEVEL`` when that is stricter
-    (where levels meet, the stricter wins: an operator who set ``none`` is shown no arguments
-    of a run recorded at ``full``). Text that is not a level name is returned as it is: it
-    shows nothing (:func:`arguments_shown`)."""
-    if type(recorded) is not str or recorded not in _LEVEL_NAMES:
-        return recorded
-    return run_level(recorded).value
 
 
 def arguments_shown(privacy_level: object) -> bool:

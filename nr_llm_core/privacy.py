@@ -80,6 +80,7 @@ __all__ = [
     "USAGE_KEYS",
     "PrivacyLevel",
     "RunStepPrivacyFilter",
+    "approver_level",
     "call_reference",
     "effective_level",
     "reason_code",
@@ -216,6 +217,17 @@ def run_level(stored: str | None, *named: PrivacyLevel | str | None) -> PrivacyL
     """
     recorded = PrivacyLevel.METADATA if stored is None else resolve_privacy_level(stored)
     return effective_level(recorded, *named)
+
+
+def approver_level(recorded: object) -> object:
+    """The level an approver's view of a run follows: the one recorded with the run (the
+    run record's ``privacy_level`` text), or ``NR_LLM_PRIVACY_LEVEL`` when that is stricter
+    (where levels meet, the stricter wins: an operator who set ``none`` is shown no arguments
+    of a run recorded at ``full``). Text that is not a level name is returned as it is: it
+    shows nothing (:func:`~nr_llm_core.approval.arguments_shown`)."""
+    if type(recorded) is not str or recorded not in _KEEPS:
+        return recorded
+    return run_level(recorded).value
 
 
 def stored_level_update(stored: str | None, applied: PrivacyLevel) -> str | None:

@@ -9,15 +9,11 @@ from typing import Any
 
 import click
 
-from nr_llm_core.approval import (
-    SuspendedRunState,
-    approver_level,
-    approver_view,
-    arguments_shown,
-)
+from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
 from nr_llm_core.errors import ApprovalError
+from nr_llm_core.privacy import approver_level
 from nr_llm_core.stores import AuditStore
 
 __all__ = [

@@ -14,7 +14,6 @@ from typing import Any
 
 import click
 
-from nr_llm_core.approval import approver_level
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
 from nr_llm_core.cli._pending import (
@@ -36,7 +35,7 @@ from nr_llm_core.cli._session import (
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
-from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
+from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
 from nr_llm_core.stores import AuditStore
 from nr_llm_core.traceparent import parse_traceparent
 

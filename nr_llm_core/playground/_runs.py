@@ -23,12 +23,13 @@ from typing import Any, Final, final
 import attrs
 
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, approver_level, approver_view, decisions_for
+from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
 from nr_llm_core.audit import AuditStoreError, claimant
 from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
 from nr_llm_core.playground._store import Store, level_for, persisted_record
+from nr_llm_core.privacy import approver_level
 from nr_llm_core.providers.base import Provider
 from nr_llm_core.trace import RunStep, RunTrace
 

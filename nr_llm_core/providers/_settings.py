@@ -160,8 +160,8 @@ def shown_url(url: object) -> str:
 
     Only a well-formed ``http://`` or ``https://`` URL (printable ASCII without spaces, a host
     and an optional port) is shown at all: anything else is :data:`NOT_A_URL`, never a part
-    of it. What :func:`urlsplit` makes of ``user:KEY@host``, ``https:user:KEY@host`` or a key
-    pasted where the URL belongs is not a host and a path, and would show the key.
+    of it. What ``urllib.parse.urlsplit`` makes of ``user:KEY@host``, ``https:user:KEY@host``
+    or a key pasted where the URL belongs is not a host and a path, and would show the key.
     """
     if type(url) is not str or not url.isascii() or not url.isprintable() or " " in url:
         return NOT_A_URL
