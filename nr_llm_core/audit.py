@@ -108,7 +108,9 @@ class AgentRunPersister:
     ``privacy`` is this store's level: the widest any run begun here is recorded at (``None``:
     none named; then ``NR_LLM_PRIVACY_LEVEL``, else METADATA, applies). A run may ask for a
     stricter level (:meth:`begin`), never a wider one: :func:`~nr_llm_core.privacy.effective_level`
-    decides, and the level applied is stored with the run. Suspended states are files in
+    decides, and the level applied is stored with the run. A run begun elsewhere is recorded
+    here at its stored level, or at this store's or the environment's when that is stricter
+    (:func:`~nr_llm_core.privacy.run_level`, stored with the run). Suspended states are files in
     ``<path>-suspended/``. One connection per persister, guarded by a lock: a persister can be
     shared by threads. Use it as a context manager, or call :meth:`close`.
     """
