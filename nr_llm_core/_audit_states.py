@@ -12,6 +12,11 @@ here, never one derived from a run id, and is written under a temporary name, fl
 renamed into place. The run's row holds the name and the SHA-256 of the bytes; the store
 writes a file only inside a database write transaction, so a file that no row names is an
 orphan of a crash and :func:`sweep` (run with the write lock held) removes it.
+
+Anyone who can put entries in the directory is an adversary here: no entry is opened in a way
+that can block (a FIFO), followed (a symbolic link), or zeroed unless it is a regular file of
+ours with no other name (a hard link to a file elsewhere); and no state is written into a
+directory that is not ours alone (:class:`StateFolderError`).
 """
 
 from __future__ import annotations
@@ -21,19 +26,39 @@ import hashlib
 import os
 import re
 import secrets
+import stat
 from collections.abc import Collection
 from pathlib import Path
 from typing import Final
 
-__all__ = ["StateFileError", "has_files", "read", "state_dir", "sweep", "wipe", "write"]
+from nr_llm_core._audit_records import AuditStoreError
+
+__all__ = [
+    "StateFileError",
+    "StateFolderError",
+    "has_files",
+    "read",
+    "state_dir",
+    "sweep",
+    "wipe",
+    "write",
+]
 
 _SUFFIX: Final = "-suspended"
 _NAME_RE: Final = re.compile(r"[0-9a-f]{32}\.json")
 _ZEROS: Final = bytes(65536)
+# Never follow a link, never wait on a FIFO or a device (O_NONBLOCK: open returns at once;
+# what it opened is then checked with fstat, on the descriptor, so it cannot be swapped).
+_NO_SURPRISES: Final = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class StateFileError(Exception):
     """The state file is missing, unreadable, or not the bytes its row recorded."""
+
+
+class StateFolderError(AuditStoreError):
+    """The state directory exists but is not ours alone (a symbolic link or not a directory,
+    another user's, or writable by others): no state is written into it."""
 
 
 def state_dir(db: Path) -> Path:
@@ -46,8 +71,12 @@ def _sha256(data: bytes) -> str:
 
 
 def write(directory: Path, data: bytes) -> tuple[str, str]:
-    """Write ``data`` to a new file in ``directory``; return its name and SHA-256."""
-    directory.mkdir(mode=0o700, exist_ok=True)
+    """Write ``data`` to a new file in ``directory``; return its name and SHA-256.
+
+    :class:`StateFolderError` when ``directory`` exists and is not ours alone."""
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    _check_folder(directory)
     name = secrets.token_hex(16) + ".json"
     temporary = directory / f".{name}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -65,14 +94,57 @@ def write(directory: Path, data: bytes) -> tuple[str, str]:
     return name, _sha256(data)
 
 
+def _check_folder(directory: Path) -> None:
+    """Raise :class:`StateFolderError` unless ``directory`` is a real directory (not a link),
+    owned by this process's user, that nobody else can write to. Its owner or a writer could
+    rename a state out of the store's reach (so it outlives the suspension) or swap entries."""
+    info = os.lstat(directory)
+    where = f"the suspended-state folder {str(directory)!r}"
+    if not stat.S_ISDIR(info.st_mode):
+        raise StateFolderError(
+            f"{where} is not a directory (a symbolic link or another file): remove it and the "
+            "store makes its own"
+        )
+    if info.st_uid != os.geteuid():
+        raise StateFolderError(
+            f"{where} belongs to another user (uid {info.st_uid}): suspended conversations "
+            "are not written into it; remove it, or use a database in a folder of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise StateFolderError(
+            f"{where} can be written by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+            f"suspended conversations are not written into it; make it private (chmod 700)"
+        )
+
+
+def _open_regular(path: Path, flags: int) -> int | None:
+    """A descriptor on ``path`` when it is a regular file, opened without following a link or
+    blocking; ``None`` when it is missing, a link, a FIFO or anything else."""
+    try:
+        # lstat first, so a device node is never opened (opening one can act); fstat after,
+        # on the descriptor, because the entry may be swapped between the two.
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, flags | _NO_SURPRISES)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def read(directory: Path, name: str, sha256: str) -> bytes:
-    """The bytes of state file ``name``; :class:`StateFileError` unless they hash to ``sha256``."""
+    """The bytes of state file ``name``; :class:`StateFileError` unless it is a regular file
+    whose bytes hash to ``sha256``."""
     if not _NAME_RE.fullmatch(name):  # a row names only files this module made
         raise StateFileError("not a state file name")
-    try:
-        fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        raise StateFileError("missing") from None
+    fd = _open_regular(directory / name, os.O_RDONLY)
+    if fd is None:
+        raise StateFileError("missing or not a regular file")
     with os.fdopen(fd, "rb") as source:
         data = source.read()
     if _sha256(data) != sha256:
@@ -85,21 +157,22 @@ def wipe(directory: Path, name: str) -> None:
 
     Zeros first: a process that still has the file open reads nothing of the state, and on an
     in-place filesystem the old blocks are overwritten too (a copy-on-write filesystem or an
-    SSD may keep them: that is below what a file API can reach).
+    SSD may keep them: that is below what a file API can reach). Only a regular file of ours
+    with this one name is zeroed: a link, a FIFO, a device, a directory, another user's file
+    or a hard link to a file elsewhere (whose bytes are someone's data, not a state this
+    module wrote) is only unlinked, never opened for writing in a way that follows or blocks.
     """
     path = directory / name
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return
-    except OSError:
-        fd = -1  # not a regular file we can write (a symlink, a directory): just remove it
-    if fd >= 0:
+    fd = _open_regular(path, os.O_WRONLY)
+    if fd is not None:
         try:
-            remaining = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            ours = info.st_nlink == 1 and info.st_uid == os.geteuid()
+            remaining = info.st_size if ours else 0
             while remaining > 0:
                 remaining -= os.write(fd, _ZEROS[: min(remaining, len(_ZEROS))])
-            os.fsync(fd)
+            if ours:
+                os.fsync(fd)
         except OSError:
             pass  # unlinked below all the same
         finally:
@@ -137,7 +210,7 @@ def has_files(directory: Path) -> bool:
 def _sync_directory(directory: Path) -> None:
     # The rename is durable once the directory entry is flushed.
     with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_SURPRISES)
         try:
             os.fsync(fd)
         finally:

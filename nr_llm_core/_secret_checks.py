@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Final
 
 __all__ = [
+    "ESCAPED_QUOTE",
     "KEY_BEGIN",
     "MASK_OPEN",
     "Replacer",
@@ -34,6 +35,11 @@ __all__ = [
 
 #: Every mask starts with this; a value that starts with it has been masked already.
 MASK_OPEN: Final = "[REDACTED:"
+
+#: Stands for JSON's escaped quote (the two characters ``\\"``) while the redactor masks JSON
+#: text: a Unicode noncharacter (reserved for internal use, so no text means it), one
+#: character for two, that every shape reads as a quote. See :mod:`nr_llm_core.redaction`.
+ESCAPED_QUOTE: Final = "\ufdd3"
 
 Replacer = Callable[[re.Match[str]], str]
 
@@ -201,7 +207,7 @@ def credential(m: re.Match[str]) -> str:
     # reference or a small number is text; a literal closed right after the value is a value.
     # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
     quote = m.group("quote")
-    quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
+    quoted = quote in ('"', "'", ESCAPED_QUOTE) and m.string.startswith(quote, m.end())
     quoted = quoted or (quote is None and _literal_assignment(m))
     if not quoted and len(m.group("before")) > _ALIGNED:
         return m.group()  # an aligned table or grammar ("token          = 1*tchar")

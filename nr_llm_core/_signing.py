@@ -9,7 +9,8 @@ or a file of its own, never in the store beside the state (ADR 0024).
 Where the secret comes from, first match:
 
 1. ``$NR_LLM_SECRET``: the secret itself (at least 32 characters);
-2. ``$NR_LLM_SECRET_FILE``: a file holding it (owner-only, at least 32 characters);
+2. ``$NR_LLM_SECRET_FILE``: a file holding it (a regular file of this user's or root's, that
+   only its owner can read or write, of at least 32 characters);
 3. else ``secret`` in the user's configuration directory (``~/.config/nr-llm/secret`` on
    Linux), created with 32 random bytes on first use (0600). This one suits one machine; a
    store shared by several machines needs the same secret on each of them, so a shared store
@@ -60,13 +61,21 @@ def _checked(value: str, where: str) -> bytes:
 
 
 def _read_file(path: Path, where: str) -> bytes:
+    # O_NONBLOCK: a FIFO put where the secret belongs must not hang every process that signs
+    # or checks a state; what was opened is then checked on the descriptor.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise ConfigurationError(f"{where}: cannot read the secret file ({why})") from None
     with os.fdopen(fd, "rb") as source:
-        if stat.S_IMODE(os.fstat(source.fileno()).st_mode) & 0o077:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigurationError(f"{where}: the secret file is not a regular file")
+        if info.st_uid not in (os.geteuid(), 0):
+            # Its owner knows the secret, and so could sign an altered state.
+            raise ConfigurationError(f"{where}: the secret file belongs to another user")
+        if stat.S_IMODE(info.st_mode) & 0o077:
             raise ConfigurationError(f"{where}: the secret file must be readable by its owner only")
         data = source.read(_MAX_FILE_BYTES + 1)
     if len(data) > _MAX_FILE_BYTES:

@@ -67,6 +67,8 @@ from nr_llm_core.privacy import (
     RunStepPrivacyFilter,
     effective_level,
     resolve_privacy_level,
+    run_level,
+    stored_level_update,
 )
 from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
 
@@ -106,7 +108,9 @@ class AgentRunPersister:
     ``privacy`` is this store's level: the widest any run begun here is recorded at (``None``:
     none named; then ``NR_LLM_PRIVACY_LEVEL``, else METADATA, applies). A run may ask for a
     stricter level (:meth:`begin`), never a wider one: :func:`~nr_llm_core.privacy.effective_level`
-    decides, and the level applied is stored with the run. Suspended states are files in
+    decides, and the level applied is stored with the run. A run begun elsewhere is recorded
+    here at its stored level, or at this store's or the environment's when that is stricter
+    (:func:`~nr_llm_core.privacy.run_level`, stored with the run). Suspended states are files in
     ``<path>-suspended/``. One connection per persister, guarded by a lock: a persister can be
     shared by threads. Use it as a context manager, or call :meth:`close`.
     """
@@ -244,8 +248,22 @@ class AgentRunPersister:
             rows = self._read("SELECT privacy_level FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
-            # A stored level this code does not know is read as METADATA, never as more.
-            level = self._levels[run_id] = resolve_privacy_level(rows[0][0])
+            # A run begun elsewhere: its stored level, unless this process names a stricter
+            # one (run_level decides, for both stores); the stricter is stored with the run.
+            level = run_level(rows[0][0], self.ceiling)
+            if stored_level_update(rows[0][0], level) is not None:
+                with self._write() as conn:
+                    row = conn.execute(
+                        "SELECT privacy_level FROM runs WHERE id = ?", (run_id,)
+                    ).fetchone()
+                    stored = None if row is None else row[0]
+                    level = run_level(stored, level)
+                    update = stored_level_update(stored, level)
+                    if update is not None:
+                        conn.execute(
+                            "UPDATE runs SET privacy_level = ? WHERE id = ?", (update, run_id)
+                        )
+            self._levels[run_id] = level
         return level
 
     def record_step(self, run_id: str, step: RunStep) -> bool:

@@ -80,10 +80,13 @@ __all__ = [
     "USAGE_KEYS",
     "PrivacyLevel",
     "RunStepPrivacyFilter",
+    "approver_level",
     "call_reference",
     "effective_level",
     "reason_code",
     "resolve_privacy_level",
+    "run_level",
+    "stored_level_update",
 ]
 
 logger = logging.getLogger("nr_llm.privacy")
@@ -199,6 +202,47 @@ def effective_level(*levels: PrivacyLevel | str | None) -> PrivacyLevel:
     if env is not None and env.strip():
         named.append(resolve_privacy_level(None))
     return min(named, key=_KEEPS.__getitem__, default=PrivacyLevel.METADATA)
+
+
+def run_level(stored: str | None, *named: PrivacyLevel | str | None) -> PrivacyLevel:
+    """The level a process records an existing run's steps at: the one stored with the run,
+    unless this process names a stricter one.
+
+    A run is begun at one level and may be resumed, settled or taken over by another process
+    (``nr-llm runs approve``, a worker) that names its own: its store's level, and
+    ``NR_LLM_PRIVACY_LEVEL`` (through :func:`effective_level`, which always hears it). Both
+    stores ask this function for every run they did not begin themselves, and store the
+    result with the run when it is stricter. A stored level this code does not know (or none)
+    counts as METADATA, never as more.
+    """
+    recorded = PrivacyLevel.METADATA if stored is None else resolve_privacy_level(stored)
+    return effective_level(recorded, *named)
+
+
+def approver_level(recorded: object) -> object:
+    """The level an approver's view of a run follows: the one recorded with the run (the
+    run record's ``privacy_level`` text), or ``NR_LLM_PRIVACY_LEVEL`` when that is stricter
+    (where levels meet, the stricter wins: an operator who set ``none`` is shown no arguments
+    of a run recorded at ``full``). Text that is not a level name is returned as it is: it
+    shows nothing (:func:`~nr_llm_core.approval.arguments_shown`)."""
+    if type(recorded) is not str or recorded not in _KEEPS:
+        return recorded
+    return run_level(recorded).value
+
+
+def stored_level_update(stored: str | None, applied: PrivacyLevel) -> str | None:
+    """The level text to store with a run whose row says ``stored`` once :func:`run_level`
+    chose ``applied`` for it, or ``None`` when the row stays as it is.
+
+    ``applied`` is never wider than ``stored``, so a known level is replaced by a stricter
+    one. Text this version does not know (a newer version's level, read as METADATA here) is
+    replaced only by ``none``: it might mean something stricter than any guess but that.
+    """
+    if stored == applied.value:
+        return None
+    if stored in _KEEPS or applied is PrivacyLevel.NONE:
+        return applied.value
+    return None
 
 
 def call_reference(call_id: str) -> str:

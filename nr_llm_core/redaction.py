@@ -22,7 +22,8 @@ Properties the tests pin:
 - **Mask before cut**: secrets are masked on the whole string first, so truncation never leaves
   the prefix of a secret that was too short to match.
 - **JSON text**: the escapes ``\\n``, ``\\r`` and ``\\t`` count as the separators they stand
-  for, so a key on a line of its own in ``json.dumps`` output is masked as in plain text.
+  for, so a key on a line of its own in ``json.dumps`` output is masked as in plain text; an
+  escaped quote ``\\"`` counts as a quote (``{\\"password\\": \\"...\\"}`` inside a string).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask
+from nr_llm_core._secret_checks import ESCAPED_QUOTE, is_card_number, luhn_valid, mask
 from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern
 
 __all__ = [
@@ -89,16 +90,22 @@ def _mask_to_fixed_point(text: str) -> str:
 # every shape's left edge (a negative lookbehind on letters and digits) then refuses a key
 # that starts a line ("...\nsk-proj-..."). While masking, the letter of each \n, \r and \t
 # escape is swapped for a Unicode noncharacter (reserved for internal use; no shape takes it
-# for part of a word) and swapped back after. Text that already holds one of them is masked
-# as it is: the swap could not be undone exactly.
+# for part of a word) and swapped back after. A quote inside JSON text is written \" too: the
+# shapes that read NAME="value" or "name": "value" met a backslash where the quote belongs, so
+# each \" becomes one more noncharacter (ESCAPED_QUOTE), which every shape reads as a quote,
+# and is written back as \" after. One pass of str.replace each way: still linear. Text that
+# already holds one of the marks is masked as it is: the swap could not be undone exactly.
 _ESCAPE_MARKS: Final = {"n": "\ufdd0", "r": "\ufdd1", "t": "\ufdd2"}
-_UNMARK: Final = str.maketrans({mark: letter for letter, mark in _ESCAPE_MARKS.items()})
+_MARKS: Final = (*_ESCAPE_MARKS.values(), ESCAPED_QUOTE)
+_UNMARK: Final = str.maketrans(
+    {ESCAPED_QUOTE: '\\"'} | {mark: letter for letter, mark in _ESCAPE_MARKS.items()}
+)
 
 
 def _mask_secrets(text: str) -> str:
-    if "\\" not in text or any(mark in text for mark in _ESCAPE_MARKS.values()):
+    if "\\" not in text or any(mark in text for mark in _MARKS):
         return _mask_to_fixed_point(text)
-    marked = text
+    marked = text.replace('\\"', ESCAPED_QUOTE)
     for letter, mark in _ESCAPE_MARKS.items():
         marked = marked.replace("\\" + letter, "\\" + mark)
     if marked == text:

@@ -96,7 +96,9 @@ _CREDENTIAL_NAME: Final = (
     r"|(?:api|secret|private|access|account|auth|client|service|master|signing|encryption)"
     r"[_.-]?key)))"
 )
-_ASSIGN: Final = r"[\"']?[ \t]{0,4}(?:=>|[:=>])[ \t]{0,4}[\"']?"  # = : => and XML's >
+# A quote: ' or ", or JSON's escaped \" (which the redactor reads as one character).
+_Q: Final = "\"'" + check.ESCAPED_QUOTE
+_ASSIGN: Final = rf"[{_Q}]?[ \t]{{0,4}}(?:=>|[:=>])[ \t]{{0,4}}[{_Q}]?"  # = : => and XML's >
 
 #: Every secret shape, applied in this order (more specific shapes first).
 SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
@@ -280,8 +282,9 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     ),
     SecretPattern(
         "azure-storage-key",
-        r"(?<![A-Za-z0-9_])(?i:AccountKey|SharedAccessKey|SharedSecretValue)[\"']?[ \t]{0,4}"
-        r"[:=][ \t]{0,4}[\"']?(?P<secret>[A-Za-z0-9+/]{20,100}={0,3})(?![A-Za-z0-9+/=])",
+        r"(?<![A-Za-z0-9_])(?i:AccountKey|SharedAccessKey|SharedSecretValue)"
+        rf"[{_Q}]?[ \t]{{0,4}}[:=][ \t]{{0,4}}[{_Q}]?"
+        r"(?P<secret>[A-Za-z0-9+/]{20,100}={0,3})(?![A-Za-z0-9+/=])",
         check.keep_prefix("azure-storage-key"),
         source="detect-secrets AzureStorageKeyDetector; noseyparker np.azure.1",
         positive=(
@@ -338,7 +341,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     ),
     SecretPattern(
         "authorization",
-        r"(?<![A-Za-z0-9_-])(?i:(?:proxy-)?authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+        r"(?<![A-Za-z0-9_-])(?i:(?:proxy-)?authorization)"
+        rf"[{_Q}]?[ \t]{{0,4}}[:=][ \t]{{0,4}}[{_Q}]?"
         r"(?:[A-Za-z][A-Za-z0-9_-]{0,30}[ \t]{1,8})?(?P<secret>[A-Za-z0-9._~+/=-]{6,})",
         check.authorization,
         source="gitleaks curl-auth-header (Token, Api-Token, a bare credential); RFC 9110 §11.6.2",
@@ -356,8 +360,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     ),
     SecretPattern(
         "cookie",
-        r"(?<![A-Za-z0-9_-])(?i:set-cookie|cookie)[\"']?[ \t]{0,4}[:=](?!=)[ \t]{0,4}[\"']?"
-        r"(?P<secret>[^\r\n\"']+)",
+        r"(?<![A-Za-z0-9_-])(?i:set-cookie|cookie)"
+        rf"[{_Q}]?[ \t]{{0,4}}[:=](?!=)[ \t]{{0,4}}[{_Q}]?(?P<secret>[^\r\n{_Q}]+)",
         check.cookie,
         source="RFC 6265 §4 (Cookie, Set-Cookie); gitleaks has gitlab-session-cookie only",
         positive=(
@@ -394,9 +398,9 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         "credential-value",
         # In a query string (after ? or &) a value ends at & or #; elsewhere those are part of
         # it ("password=Tr0ub4dor&3" must not leave "&3" behind).
-        rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[\"']?"
-        r"(?P<before>[ \t]{0,32})(?::=|=>|[:=])(?P<after>[ \t]{0,32})(?P<quote>[\"'`])?"
-        r"(?P<secret>[^\s\"'`&#,;<>=](?(query)[^\s\"'`&#,;<>]*|[^\s\"'`,;<>]*))",
+        rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[{_Q}]?"
+        rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})(?P<quote>[{_Q}`])?"
+        rf"(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*))",
         check.credential,
         source="detect-secrets KeywordDetector (names) with its heuristic filters; gitleaks "
         "generic-api-key and its allowlist; noseyparker np.generic.5",

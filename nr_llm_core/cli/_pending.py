@@ -13,6 +13,7 @@ from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_sho
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
 from nr_llm_core.errors import ApprovalError
+from nr_llm_core.privacy import approver_level
 from nr_llm_core.stores import AuditStore
 
 __all__ = [
@@ -37,7 +38,7 @@ def recorded_level(store: AuditStore | None, run_id: str, fallback: object) -> o
         record = store.get_run(run_id)
     except AuditStoreError:
         return None  # fail closed: an unreadable level shows no arguments
-    return fallback if record is None else record["privacy_level"]
+    return fallback if record is None else approver_level(record["privacy_level"])
 
 
 def not_shown_note(privacy_level: object) -> str:

@@ -35,7 +35,7 @@ from nr_llm_core.cli._session import (
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
-from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
+from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
 from nr_llm_core.stores import AuditStore
 from nr_llm_core.traceparent import parse_traceparent
 
@@ -141,7 +141,7 @@ def show_run(run_id: str, db: str | None, as_json: bool) -> None:
             data = store.load_suspended(run_id)
         except AuditStoreError as exc:  # a state file missing or altered: say so, show the rest
             data, lost = None, str(exc)
-    level = record["privacy_level"]
+    level = approver_level(record["privacy_level"])  # the environment's, when stricter
     run: dict[str, Any] = dict(record)
     # The trace its telemetry exported it in (docs/telemetry.md), from the run's meta.
     traced = parse_traceparent(run.get("meta"))

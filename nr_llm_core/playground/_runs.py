@@ -30,6 +30,7 @@ from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
 from nr_llm_core.playground._store import Store, level_for, persisted_record
+from nr_llm_core.privacy import approver_level
 from nr_llm_core.providers.base import Provider
 from nr_llm_core.trace import RunStep, RunTrace
 
@@ -305,7 +306,10 @@ class RunManager:
             record = None if self.store is None else self.store.persister.get_run(run_id)
         except AuditStoreError:
             return None
-        return requested if record is None else record["privacy_level"]
+        if record is None:
+            return requested
+        level = approver_level(record["privacy_level"])  # NR_LLM_PRIVACY_LEVEL when stricter
+        return level if type(level) is str else None
 
     def _terminal(self, result: ToolLoopResult, setup: _Setup) -> Event:
         base: Event = {"run_id": result.run_id, "iterations": result.iterations}

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import ssl
 
 __all__ = [
+    "NOT_A_URL",
     "PROXY_SCHEMES",
     "check_api_key",
     "check_base_url",
@@ -149,14 +150,36 @@ def check_base_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def shown_url(url: str) -> str:
-    """``url`` as errors show it: ``scheme://host[:port]/path``, without credentials, query
-    or fragment (the three places a key can hide in a URL)."""
+#: What :func:`shown_url` says instead of a value that is not an ``http(s)://`` URL.
+NOT_A_URL: Final = "(not an http(s) URL)"
+
+
+def shown_url(url: object) -> str:
+    """``url`` as it may be shown: ``scheme://host[:port]/path``, without credentials, query
+    or fragment (the three places a key can hide in a URL).
+
+    Only a well-formed ``http://`` or ``https://`` URL (printable ASCII without spaces, a host
+    and an optional port) is shown at all: anything else is :data:`NOT_A_URL`, never a part
+    of it. What ``urllib.parse.urlsplit`` makes of ``user:KEY@host``, ``https:user:KEY@host``
+    or a key pasted where the URL belongs is not a host and a path, and would show the key.
+    """
+    if type(url) is not str or not url.isascii() or not url.isprintable() or " " in url:
+        return NOT_A_URL
     try:
         parts = urlsplit(url)
     except ValueError:
-        return "the configured URL"
-    host_port = parts.netloc.rpartition("@")[2]
+        return NOT_A_URL
+    if parts.scheme.lower() not in ("http", "https") or url[len(parts.scheme) :][:3] != "://":
+        return NOT_A_URL
+    if "@" in url and "@" not in parts.netloc:
+        # Credentials with an unescaped "/", "?" or "#" end the host early: the part of them
+        # before it would be shown as the host and port.
+        return NOT_A_URL
+    host_port = parts.netloc.rpartition("@")[2]  # credentials are never shown
+    try:
+        _check_host_port(host_port, "base URL", ValueError)
+    except ValueError:
+        return NOT_A_URL
     return f"{parts.scheme}://{host_port}{parts.path}"
 
 

@@ -31,7 +31,7 @@ from nr_llm_core._audit_suspension import claimant_text, lost
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ConfigurationError
-from nr_llm_core.privacy import PrivacyLevel, effective_level, resolve_privacy_level
+from nr_llm_core.privacy import PrivacyLevel, run_level
 from nr_llm_core.stores import _tables
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
@@ -370,7 +370,7 @@ def take(
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
-    level_now = effective_level(resolve_privacy_level(level), *named).value
+    level_now = run_level(level, *named).value
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)

@@ -63,6 +63,11 @@ def masked(target: str) -> str:
     except ValueError:
         return f"{_scheme(target)}://***"  # unparseable: show nothing of it
     netloc = parts.netloc
+    if "@" in target and "@" not in netloc:
+        # A password with an unescaped "/", "?" or "#" ends the netloc early (SQLAlchemy
+        # reads the password up to the "@" all the same): the rest of it would be shown as
+        # the path, query or fragment. Show none of the URL past its scheme.
+        return f"{_scheme(target)}://***"
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         user, colon, _ = userinfo.partition(":")

@@ -51,6 +51,8 @@ from nr_llm_core.privacy import (
     RunStepPrivacyFilter,
     effective_level,
     resolve_privacy_level,
+    run_level,
+    stored_level_update,
 )
 from nr_llm_core.stores import _pg_states as _st
 from nr_llm_core.stores._tables import events, runs, states
@@ -223,7 +225,21 @@ class PostgresStore:
             rows = self._read(sa.select(runs.c.privacy_level).where(runs.c.id == run_id))
             if not rows:
                 return None
-            level = self._levels[run_id] = resolve_privacy_level(rows[0][0])
+            # As AgentRunPersister: the stored level unless this process names a stricter
+            # one (run_level decides), and the stricter is stored with the run.
+            level = run_level(rows[0][0], self.ceiling)
+            if stored_level_update(rows[0][0], level) is not None:
+                with self._write() as conn:
+                    stored = conn.execute(
+                        sa.select(runs.c.privacy_level).where(runs.c.id == run_id).with_for_update()
+                    ).scalar()
+                    level = run_level(stored, level)
+                    update = stored_level_update(stored, level)
+                    if update is not None:
+                        conn.execute(
+                            sa.update(runs).where(runs.c.id == run_id).values(privacy_level=update)
+                        )
+            self._levels[run_id] = level
         return level
 
     def record_step(self, run_id: str, step: RunStep) -> bool:

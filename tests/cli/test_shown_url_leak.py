@@ -22,11 +22,6 @@ BAD_URLS = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="providers/_settings.shown_url shows what urlsplit makes of a value that is not an "
-    "http(s) URL, credentials included (busy file)",
-)
 @pytest.mark.parametrize("url", BAD_URLS)
 @pytest.mark.parametrize(
     "args", [["providers"], ["providers", "--json"], ["config", "show"]], ids=" ".join

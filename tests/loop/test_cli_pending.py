@@ -210,6 +210,37 @@ def test_none_shows_no_arguments_and_approval_needs_blind(
     assert product_name(shop) == NAME
 
 
+def test_an_operator_at_none_is_shown_no_arguments_of_a_run_recorded_wider(
+    shop: Path, script: Path, audit: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run suspended at ``full``, looked at and approved with ``NR_LLM_PRIVACY_LEVEL=none``:
+    where levels meet the stricter wins (ADR 0011), so ``runs show`` (text and JSON) shows
+    the pending calls without arguments (the steps stored at ``full`` stay as stored), an
+    approval without --blind is refused, and the run is stored at ``none``."""
+    run_id, digest, out = suspend(script, "--privacy", "full")
+    assert CANARY in out  # recorded at full: shown to the operator who ran it
+    monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "none")
+    code, shown = cli("runs", "show", run_id)
+    assert code == 0, shown
+    assert "(arguments not shown at privacy level none)" in shown
+    code, shown = cli("runs", "show", run_id, "--json")
+    assert code == 0, shown
+    pending = json.loads(shown)["pending"]
+    assert pending["arguments_shown"] is False
+    assert not [call for call in pending["calls"] if "arguments" in call]
+    code, refused = cli("runs", "approve", run_id, "--digest", digest, "--script", str(script))
+    assert code == 1
+    assert "--blind" in refused and CANARY not in refused
+    assert product_name(shop) == "Mechanical keyboard"
+    code, done = cli(
+        "runs", "approve", run_id, "--digest", digest, "--blind", "--script", str(script)
+    )
+    assert code == 0, done
+    assert CANARY not in done
+    with AgentRunPersister(audit) as store:
+        assert store.get_run(run_id)["privacy_level"] == "none"  # type: ignore[index]
+
+
 def test_deny_at_none_needs_no_blind(shop: Path, script: Path, audit: Path) -> None:
     """Denying runs nothing, so it is never refused for arguments that cannot be shown."""
     run_id, digest, _ = suspend(script, "--privacy", "none")

@@ -11,6 +11,7 @@ every file of the store for a canary that only the resumed part of the run produ
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -42,11 +43,6 @@ def _suspend_at(db: Path, level: str) -> tuple[str, str]:
     return result.run_id, result.suspended.digest
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentRunPersister._level reads the run's stored level alone; the environment "
-    "does not take part (audit.py, busy)",
-)
 def test_a_stricter_environment_applies_to_the_steps_a_resumer_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,11 +58,6 @@ def test_a_stricter_environment_applies_to_the_steps_a_resumer_records(
     assert files_holding(db, [AFTER]) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentRunPersister._level reads the run's stored level alone; the environment "
-    "does not take part (audit.py, busy)",
-)
 def test_runs_approve_under_a_stricter_environment_records_at_that_level(
     tmp_path: Path,
 ) -> None:
@@ -90,3 +81,32 @@ def test_runs_approve_under_a_stricter_environment_records_at_that_level(
     assert done.returncode == 0, done.stderr
     assert "completed" in done.stdout
     assert files_holding(db, [AFTER]) == {}
+
+
+@pytest.mark.parametrize(
+    ("stored", "named", "applied", "written"),
+    [
+        ("full", "none", "none", "none"),
+        ("full", None, "full", None),
+        ("none", "full", "none", None),  # never widened
+        ("redacted", "metadata", "metadata", "metadata"),
+        ("a-newer-level", "full", "metadata", None),  # read as metadata, never overwritten...
+        ("a-newer-level", "none", "none", "none"),  # ...except by the strictest
+    ],
+)
+def test_the_stored_level_is_only_ever_narrowed(
+    tmp_path: Path, stored: str, named: str | None, applied: str, written: str | None
+) -> None:
+    """A persister that names ``named`` records a step of a run stored at ``stored``: the
+    step is filtered at ``applied``, and the row then says ``written`` (``None``: unchanged)."""
+    db = tmp_path / "audit.db"
+    with AgentRunPersister(db) as store:
+        run = store.begin()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET privacy_level = ? WHERE id = ?", (stored, run))
+    conn.close()
+    with AgentRunPersister(db, privacy=named) as store:
+        assert store.record_step(run, RunStep.llm(round=1, duration_ms=1.0, content=AFTER))
+        kept = AFTER in json.dumps(store.steps(run)[0]["step"])
+        assert kept is (applied == "full")
+        assert store.get_run(run)["privacy_level"] == (written or stored)  # type: ignore[index]

@@ -10,8 +10,9 @@ same user) can make the store do.
 - A folder that exists already and that others can write to or own: the conversation is
   written into it.
 
-The fixes belong in ``nr_llm_core/_audit_states.py`` (being moved into ``stores/``), so these
-are strict xfails until it lands; the report names the fix.
+Each held on the code before ``nr_llm_core/_audit_states.py`` opened entries without following
+or blocking (``O_NOFOLLOW | O_NONBLOCK``), checked what it opened (a regular file; zeroed only
+with one link and our owner) and refused a folder that is not ours alone.
 """
 
 from __future__ import annotations
@@ -71,10 +72,6 @@ def _finishes(action: Callable[[], object], fifo: Path) -> bool:
 
 
 @POSIX_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="_audit_states.wipe opens a non-regular entry O_WRONLY without O_NONBLOCK (busy file)",
-)
 def test_a_fifo_in_the_state_folder_does_not_hang_the_store_open(tmp_path: Path) -> None:
     """An entry no run names is swept by every store that opens the database; a FIFO there
     must be removed (or left), not opened for writing and waited on for ever."""
@@ -91,10 +88,6 @@ def test_a_fifo_in_the_state_folder_does_not_hang_the_store_open(tmp_path: Path)
 
 
 @POSIX_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="_audit_states.read opens the state file without O_NONBLOCK or a type check (busy file)",
-)
 def test_a_fifo_in_place_of_a_state_file_does_not_hang_a_claim(tmp_path: Path) -> None:
     """A waiting run's state file replaced by a FIFO: the claim (which holds the write lock
     while it reads) must refuse it as lost, not wait for a writer that never comes."""
@@ -114,10 +107,6 @@ def test_a_fifo_in_place_of_a_state_file_does_not_hang_a_claim(tmp_path: Path) -
 
 
 @POSIX_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="_audit_states.wipe zeroes any writable entry, whatever its link count (busy file)",
-)
 def test_the_sweep_never_zeroes_a_file_linked_from_outside_the_folder(tmp_path: Path) -> None:
     """A hard link in the state folder to a file elsewhere is not a state file the store
     wrote: removing the orphan entry must leave the other file's bytes as they were."""
@@ -133,10 +122,6 @@ def test_the_sweep_never_zeroes_a_file_linked_from_outside_the_folder(tmp_path: 
 
 
 @POSIX_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="_audit_states.write uses an existing folder whatever its mode and owner (busy file)",
-)
 @pytest.mark.parametrize("how", ["world-writable", "another user's"])
 def test_a_state_folder_others_control_gets_no_conversation(tmp_path: Path, how: str) -> None:
     """The folder exists before the store made it: writable by everyone, or someone else's.

@@ -40,12 +40,36 @@ def test_the_run_level_is_read_back_by_another_store(store_target: str) -> None:
     with open_store(store_target) as writer:
         run = writer.begin(privacy="full")
         narrow = writer.begin(meta={"privacy": "none"})
-    with open_store(store_target, privacy="none") as other:
+    with open_store(store_target) as other:  # names no level: the run's own applies
         assert other.record_step(run, tool_step(content="kept verbatim"))
         assert other.steps(run)[0]["step"]["tool_result"] == "kept verbatim"
         assert other.get_run(narrow)["privacy_level"] == "none"
         assert other.record_step(narrow, tool_step(content="x"))
         assert set(other.steps(narrow)[0]["step"]) == {"kind", "round", "duration_ms"}
+
+
+@pytest.mark.parametrize("named", ["store", "environment"])
+def test_a_stricter_level_where_a_run_is_resumed_wins_and_is_stored(
+    store_target: str, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run begun at ``full`` gets a step from a store that names ``none`` (its own level,
+    or ``NR_LLM_PRIVACY_LEVEL``): the stricter level applies to that step and is stored with
+    the run, so a later writer that names nothing keeps to it too (ADR 0011)."""
+    with open_store(store_target) as writer:
+        run = writer.begin(privacy="full")
+        assert writer.record_step(run, tool_step(content="before"))
+    if named == "environment":
+        monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "none")
+    with open_store(store_target, privacy="none" if named == "store" else None) as resumer:
+        assert resumer.record_step(run, tool_step(round=1, content="RESUMED-CANARY"))
+        assert resumer.get_run(run)["privacy_level"] == "none"
+    monkeypatch.delenv("NR_LLM_PRIVACY_LEVEL", raising=False)
+    with open_store(store_target) as later:
+        assert later.record_step(run, tool_step(round=2, content="LATER-CANARY"))
+        steps = [s["step"] for s in later.steps(run)]
+    assert steps[0]["tool_result"] == "before"
+    assert "CANARY" not in json.dumps(steps[1:])
+    assert all(set(step) == {"kind", "round", "duration_ms"} for step in steps[1:])
 
 
 # -- the loop on both stores -------------------------------------------------------------------
