@@ -26,6 +26,7 @@ __all__ = [
     "SuspendedStateError",
     "UnknownRunError",
     "chosen_run",
+    "encodable",
     "refuse_artifacts",
     "resume_refusal",
     "run_record",
@@ -55,6 +56,17 @@ class AmbiguousRunIdError(AuditStoreError):
     def __init__(self, message: str, candidates: tuple[str, ...]) -> None:
         super().__init__(message)
         self.candidates = candidates
+
+
+def encodable(run_id: str) -> bool:
+    """Whether ``run_id`` is text a database can be asked about: an id with a lone surrogate
+    (undecodable command-line bytes) is not UTF-8, so no store holds a run by it and it names
+    no run; it is never sent (the drivers raise an encoding error on it)."""
+    try:
+        run_id.encode("utf-8")
+    except (UnicodeEncodeError, AttributeError):
+        return False
+    return True
 
 
 def chosen_run(given: str, matches: list[str]) -> str:

@@ -47,6 +47,7 @@ from nr_llm_core._audit_records import (
     SuspendedStateError,
     UnknownRunError,
     chosen_run,
+    encodable,
     refuse_artifacts,
     resume_refusal,
     run_record,
@@ -245,6 +246,8 @@ class AgentRunPersister:
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)
         if level is None:
+            if not encodable(run_id):
+                return None
             rows = self._read("SELECT privacy_level FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
@@ -504,6 +507,7 @@ class AgentRunPersister:
         a missing or altered state file :class:`SuspendedStateError` (the run stays as it was).
         """
         who = _suspension.claimant_text(claimant)
+        _known_text(run_id)
         with self._write() as conn:
             name, sha256 = _suspension.waiting_state(conn, run_id, digest)
             try:
@@ -525,6 +529,7 @@ class AgentRunPersister:
     def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:
         """Claim a suspended run without reading its state (see :meth:`claim_suspended`);
         :class:`AuditStoreError` when it is not suspended."""
+        _known_text(run_id)
         with self._write() as conn:
             if self._require_open(conn, run_id) != RunStatus.SUSPENDED:
                 raise AuditStoreError(f"run {run_id!r} is not suspended")
@@ -536,6 +541,7 @@ class AgentRunPersister:
         recorded (``claimant``, default ``claimant("api")``), its state wiped. Refused like
         :meth:`claim_suspended` when the run is not waiting; a run whose state file is lost
         can still be discarded."""
+        _known_text(run_id)
         with self._write() as conn:
             name = _suspension.discard(conn, run_id, _suspension.claimant_text(claimant))
         self._wipe(name)
@@ -582,10 +588,8 @@ class AgentRunPersister:
         Raises :class:`UnknownRunError` (``no such run '…'``) when no run matches, and
         :class:`AmbiguousRunIdError`, naming up to five of the runs, when several do."""
         shown = given[:80]
-        try:
-            given.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (argv bytes): no stored id has one
-            raise UnknownRunError(f"no such run {shown!r}") from None
+        if not encodable(given):  # a lone surrogate (argv bytes): no stored id has one
+            raise UnknownRunError(f"no such run {shown!r}")
         if self._read("SELECT 1 FROM runs WHERE id = ?", (given,)):
             return given
         if len(given) < MIN_RUN_ID_PREFIX:
@@ -603,11 +607,15 @@ class AgentRunPersister:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
+        if not encodable(run_id):
+            return None
         rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))  # noqa: S608  # a constant column list
         return run_record(rows[0]) if rows else None
 
     def steps(self, run_id: str) -> list[StepRecord]:
         """A run's stored steps in sequence order, exactly as stored."""
+        if not encodable(run_id):
+            return []
         rows = self._read(
             "SELECT seq, kind, round, duration_ms, recorded_at, payload FROM events "
             "WHERE run_id = ? ORDER BY seq",
@@ -633,7 +641,7 @@ class AgentRunPersister:
         one query (for a listing: the prompt a run's first request kept, a failed run's
         error); ``first``: only a run's first step, when it is of that kind. A run without
         one is left out."""
-        ids = list(dict.fromkeys(run_ids))
+        ids = [i for i in dict.fromkeys(run_ids) if encodable(i)]
         found: dict[str, list[dict[str, Any]]] = {}
         # Chunks stay under SQLite's limit on bound parameters.
         for start in range(0, len(ids), 500):
@@ -687,3 +695,10 @@ class AgentRunPersister:
                 logger.warning(
                     "audit: WAL checkpoint after %s failed (%s)", after, type(exc).__name__
                 )
+
+
+def _known_text(run_id: str) -> None:
+    """:class:`UnknownRunError` for an id no database can be asked about (see
+    :func:`~nr_llm_core._audit_records.encodable`), before a write transaction begins."""
+    if not encodable(run_id):
+        raise UnknownRunError(f"no such run {run_id[:80]!r}")

@@ -23,6 +23,7 @@ from nr_llm_core._audit_records import (
     RunStatus,
     SuspendedStateError,
     UnknownRunError,
+    encodable,
     resume_refusal,
     run_record,
 )
@@ -153,13 +154,9 @@ def migrate(eng: Engine) -> int:
 
 def holdable(run_id: str) -> bool:
     """Whether ``run_id`` could be a stored run's id: PostgreSQL's text is UTF-8 without NUL,
-    so an id with a lone surrogate (undecodable argv bytes) or a NUL names no run; it is never
-    sent (the driver would raise an encoding or data error, where SQLite finds no row)."""
-    try:
-        run_id.encode("utf-8")
-    except (UnicodeEncodeError, AttributeError):
-        return False
-    return "\x00" not in run_id
+    so an id that is not :func:`~nr_llm_core._audit_records.encodable` or holds a NUL names
+    no run; it is never sent (the driver would raise a data error, where SQLite finds no row)."""
+    return encodable(run_id) and "\x00" not in run_id
 
 
 def require_open(conn: Connection, run_id: str) -> str:
