@@ -48,7 +48,7 @@ GROUPS: Final = ("invoke", "bounding", "audit", "loop")
 
 #: (rounds, calls per round) for each group, full and quick.
 _EFFORT: Final[dict[str, dict[str, tuple[int, int]]]] = {
-    "full": {"invoke": (25, 4000), "bounding": (20, 10), "audit": (15, 200), "loop": (40, 0)},
+    "full": {"invoke": (25, 4000), "bounding": (20, 10), "audit": (15, 200), "loop": (100, 0)},
     "quick": {"invoke": (2, 50), "bounding": (2, 2), "audit": (2, 10), "loop": (2, 0)},
 }
 
