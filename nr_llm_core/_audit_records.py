@@ -25,6 +25,7 @@ __all__ = [
     "StepRecord",
     "SuspendedStateError",
     "UnknownRunError",
+    "chosen_run",
     "refuse_artifacts",
     "resume_refusal",
     "run_record",
@@ -56,6 +57,22 @@ class AmbiguousRunIdError(AuditStoreError):
         self.candidates = candidates
 
 
+def chosen_run(given: str, matches: list[str]) -> str:
+    """The one run a prefix ``given`` names among ``matches`` (ids starting with it, sorted,
+    at most one more than :data:`MAX_CANDIDATES`): the rule both stores apply."""
+    shown = given[:80]
+    if not matches:
+        raise UnknownRunError(f"no such run {shown!r}")
+    if len(matches) > 1:
+        named = ", ".join(matches[:MAX_CANDIDATES])
+        more = " and more" if len(matches) > MAX_CANDIDATES else ""
+        raise AmbiguousRunIdError(
+            f"run id prefix {shown!r} is ambiguous: {named}{more}; give more characters",
+            tuple(matches[:MAX_CANDIDATES]),
+        )
+    return matches[0]
+
+
 class RunSettledError(AuditStoreError):
     """The run already has a final status; a final status is never changed."""
 
@@ -67,8 +84,12 @@ class SuspendedStateError(AuditStoreError):
 
 
 class RunStatus(enum.StrEnum):
-    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final."""
+    """Where a run is in its life cycle. ``completed``, ``failed``, ``cancelled`` are final.
 
+    ``queued``: waiting for a worker (a shared store only: queued by ``nr-llm run --queue``,
+    or approved for a worker to resume)."""
+
+    QUEUED = "queued"
     RUNNING = "running"
     SUSPENDED = "suspended"
     COMPLETED = "completed"
@@ -78,7 +99,7 @@ class RunStatus(enum.StrEnum):
     @property
     def final(self) -> bool:
         """Whether the status can no longer change."""
-        return self not in (RunStatus.RUNNING, RunStatus.SUSPENDED)
+        return self not in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
 
 
 class RunRecord(TypedDict):

@@ -87,6 +87,9 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE runs ADD COLUMN claimed_at TEXT",
         "CREATE INDEX runs_state_file ON runs (state_file) WHERE state_file IS NOT NULL",
     ),
+    # 4: no new column: the states of waiting runs are re-signed with the host secret (their
+    # approval digest becomes an HMAC, ADR 0024) by the upgrade hook, in this transaction.
+    (),
 )
 
 #: The version this code writes.

@@ -22,7 +22,8 @@ from nr_llm_core._audit_records import (
     run_record,
 )
 from nr_llm_core._audit_schema import RESUME, RUN_COLUMNS, STATE_OF, now
-from nr_llm_core.encoding import decode_json
+from nr_llm_core.approval import resigned
+from nr_llm_core.encoding import decode_json, encode_json_str
 
 __all__ = [
     "claimant",
@@ -31,6 +32,7 @@ __all__ = [
     "end_suspension",
     "lost",
     "move_out_states",
+    "resign_states",
     "set_suspended",
     "state_file",
     "waiting_state",
@@ -152,3 +154,28 @@ def _digest_of(text: Any) -> object:
     except (ValueError, RecursionError):
         return None
     return data.get("digest") if type(data) is dict else None
+
+
+def resign_states(conn: sqlite3.Connection, directory: Path, old_version: int) -> int:
+    """Upgrade from schema 1 to 3 (in the migration's transaction, after
+    :func:`move_out_states`): each waiting run's version-1 state (a plain SHA-256 digest) is
+    written anew as version 2, signed with the host secret. The file it replaces is no longer
+    named by any row: the sweep that follows the upgrade wipes it. Returns how many."""
+    if not 0 < old_version < 4:
+        return 0
+    rows = conn.execute(
+        "SELECT id, state_file, state_sha256 FROM runs "
+        "WHERE status = 'suspended' AND state_file IS NOT NULL"
+    ).fetchall()
+    count = 0
+    for run_id, name, sha256 in rows:
+        try:
+            data = decode_json(_audit_states.read(directory, str(name), str(sha256)))
+        except (_audit_states.StateFileError, ValueError, RecursionError):
+            continue  # lost or altered: refused when resumed, as before
+        new = resigned(data) if type(data) is dict else None
+        if new is not None:
+            text = encode_json_str(new).encode("utf-8")
+            set_suspended(conn, directory, run_id, text, new["digest"])
+            count += 1
+    return count

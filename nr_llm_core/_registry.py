@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import pluggy
@@ -17,14 +17,13 @@ import pluggy
 from nr_llm_core._schema import ArgumentCheck, compile_arguments
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.failures import Problem, short
+from nr_llm_core.hooks import ToolContext
 from nr_llm_core.results import ToolSpec
-
-if TYPE_CHECKING:
-    from nr_llm_core.isolation.client import RemoteTool
 
 __all__ = [
     "HOOK_NAMES",
     "MAX_REASON_CHARS",
+    "OutOfProcess",
     "Tool",
     "build_tool",
     "check_hookimpls",
@@ -38,6 +37,22 @@ __all__ = [
 HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
 _REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
 MAX_REASON_CHARS: Final = 300
+
+
+class OutOfProcess(Protocol):
+    """Runs the calls of a tool that lives in another process (an isolated worker, an MCP
+    server), within a deadline it enforces itself: it can stop what it waits for."""
+
+    @property
+    def timeout(self) -> float:
+        """The per-call limit when the caller names none (seconds)."""
+        ...
+
+    def call(
+        self, arguments: dict[str, Any], context: ToolContext | None, timeout: float
+    ) -> object:
+        """The tool's return value (the seam bounds it); raises ``TimedOut`` past ``timeout``."""
+        ...
 
 
 @attrs.frozen
@@ -55,9 +70,11 @@ class Tool:
     explain: Callable[[Any], tuple[Problem, ...]]
     distribution: str | None
     enabled: bool = False
-    # Set for an isolated tool (then ``execute`` is its ``execute``): the timeout path hands
-    # the limit to the worker, which is killed when it passes.
-    remote: RemoteTool | None = None
+    # Set for a tool in another process (then ``execute`` is its ``execute``): the timeout
+    # path hands the limit to it, and it kills what it waits for when the limit passes.
+    remote: OutOfProcess | None = None
+    # Set for a tool another program serves (an MCP server, not one of the host's workers).
+    external: bool = False
     # Read on every call (the hot path): computed once here rather than in a property.
     takes_context: bool = attrs.field(init=False)
 

@@ -3,14 +3,19 @@
 When the model calls a tool whose spec ``requires_approval``, the tool loop stops before any
 call of that turn runs and returns a :class:`SuspendedRunState`. It holds message content
 strings and the pending calls only: artifacts are display and audit data, not resumable state,
-and there is no field for them. Its :attr:`~SuspendedRunState.digest` is a SHA-256 over every
-other field, so an approval given for one pending turn cannot be applied to another, and a
-state altered after it was saved is refused.
+and there is no field for them. Its :attr:`~SuspendedRunState.digest` is an HMAC-SHA256 over
+every other field, keyed with the host secret (:mod:`nr_llm_core._signing`: the environment or
+a file of its own, never the store), so an approval given for one pending turn cannot be
+applied to another, and a state altered after it was saved is refused even when whoever
+altered it could write the store. A state saved as version 1 (before the key) carried a plain
+SHA-256, which anyone can recompute: it is refused, and the SQLite store re-signs the states
+that were waiting when it is upgraded (:func:`resigned`, ADR 0024).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any, Final, final
@@ -18,6 +23,7 @@ from typing import Any, Final, final
 import attrs
 import cattrs
 
+from nr_llm_core._signing import mac
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.messages import ChatMessage, ToolCall
@@ -29,10 +35,13 @@ __all__ = [
     "approver_view",
     "arguments_shown",
     "decisions_for",
+    "resigned",
 ]
 
-#: Bumped when the saved shape changes; a state of another version is refused.
-STATE_VERSION: Final = 1
+#: Bumped when the saved shape or the digest changes; a state of another version is refused.
+#: 2: the digest is an HMAC keyed with the host secret; 1: it was a plain SHA-256.
+STATE_VERSION: Final = 2
+_DIGEST_PURPOSE: Final = "nr-llm/approval-digest/v2"
 
 # The run privacy levels at which an approver is shown the pending calls' arguments.
 _ARGUMENTS_SHOWN: Final = frozenset({"metadata", "redacted", "full"})
@@ -98,20 +107,29 @@ class SuspendedRunState:
         return attrs.evolve(state, digest=state.compute_digest())
 
     def compute_digest(self) -> str:
-        """SHA-256 (hex) of a canonical JSON form of every field except ``digest``."""
+        """The digest (64 hex digits) of a canonical JSON form of every field except
+        ``digest``: an HMAC-SHA256 under the host secret (version 2), or the plain SHA-256 a
+        version-1 state was saved with. Raises
+        :class:`~nr_llm_core.errors.ConfigurationError` when the secret is unusable."""
         body = self.to_dict()
         body.pop("digest")
         canonical = json.dumps(
             body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-        )
-        return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+        ).encode("ascii")
+        if self.version == 1:
+            return hashlib.sha256(canonical).hexdigest()
+        return mac(_DIGEST_PURPOSE, canonical)
 
     def verify(self) -> None:
         """Raise :class:`ApprovalError` unless the digest matches the content."""
         if self.version != STATE_VERSION:
             raise ApprovalError(f"suspended state version {self.version} is not supported")
-        if self.digest != self.compute_digest():
-            raise ApprovalError("the suspended state does not match its digest (altered?)")
+        given = self.digest.encode("utf-8", "surrogatepass")  # any str, compared as bytes
+        if not hmac.compare_digest(given, self.compute_digest().encode("ascii")):
+            raise ApprovalError(
+                "the suspended state does not match its digest (altered, or signed with "
+                "another host secret?)"
+            )
         last = self.messages[-1] if self.messages else None
         if last is None or last.tool_calls != self.pending:
             raise ApprovalError("the pending calls are not the last assistant turn's calls")
@@ -215,3 +233,24 @@ def decisions_for(state: SuspendedRunState, approved: bool | Mapping[str, bool])
         if type(value) is not bool:
             raise ApprovalError("every approval decision must be True or False")
     return {call_id: approved.get(call_id, False) for call_id in state.needs_approval}
+
+
+def resigned(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A version-1 state (plain SHA-256 digest) as a version-2 one, signed with the host
+    secret; ``None`` when ``data`` is not a version-1 state whose digest matches its content
+    (an altered one stays as it is, and is refused when resumed).
+
+    For a store's upgrade only: re-signing vouches for the bytes as they are now, so it is
+    done once, when the store that kept them is opened by the version that brings the key."""
+    if data.get("version") != 1:
+        return None
+    try:
+        old = SuspendedRunState.from_dict(data)
+    except ApprovalError:
+        return None
+    if not hmac.compare_digest(
+        old.digest.encode("utf-8", "surrogatepass"), old.compute_digest().encode()
+    ):
+        return None
+    new = attrs.evolve(old, version=STATE_VERSION)
+    return attrs.evolve(new, digest=new.compute_digest()).to_dict()

@@ -46,6 +46,7 @@ from nr_llm_core._audit_records import (
     StepRecord,
     SuspendedStateError,
     UnknownRunError,
+    chosen_run,
     refuse_artifacts,
     resume_refusal,
     run_record,
@@ -542,6 +543,8 @@ class AgentRunPersister:
     def _move_out_states(self, conn: sqlite3.Connection, old_version: int) -> None:
         if _suspension.move_out_states(conn, self._states, old_version):
             self._moved_states = True
+        # The replaced files are wiped by the sweep that follows the open.
+        _suspension.resign_states(conn, self._states, old_version)
 
     # -- reading and retention -----------------------------------------------------------------
 
@@ -578,16 +581,7 @@ class AgentRunPersister:
             (given, given + "\U0010ffff", MAX_CANDIDATES + 1),
         )
         matches = [str(r[0]) for r in rows if str(r[0]).startswith(given)]
-        if not matches:
-            raise UnknownRunError(f"no such run {shown!r}")
-        if len(matches) > 1:
-            named = ", ".join(matches[:MAX_CANDIDATES])
-            more = " and more" if len(matches) > MAX_CANDIDATES else ""
-            raise AmbiguousRunIdError(
-                f"run id prefix {shown!r} is ambiguous: {named}{more}; give more characters",
-                tuple(matches[:MAX_CANDIDATES]),
-            )
-        return matches[0]
+        return chosen_run(given, matches)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""

@@ -49,6 +49,23 @@ wrong type, is an error that names the file and the key)::
     max_tokens = 4096
     timeout = 60
 
+    [mcp.servers.everything]       # an MCP server: its tools become everything__<tool>
+    command = ["npx", "-y", "@modelcontextprotocol/server-everything"]
+    trust_zone = "local"           # who runs it (default: local for a command, else external)
+    data_class = "internal"        # what its tools return (default: secret-adjacent)
+    requires_approval = false      # default: false in the local zone, true beyond it
+    isolation = true               # scrubbed environment, no capabilities (a command only)
+    timeout = 30                   # seconds per call (default: [tools] timeout, else 30)
+    memory_mb = 4096               # a command's address-space limit (0: none)
+    tools = ["echo"]               # import only these (default: all)
+    env = { LOG_LEVEL = "warn" }   # variables set for a command
+    env_pass = ["GITHUB_TOKEN"]    # variables passed through from this environment
+    # A server over Streamable HTTP has url = "https://…" instead of command, and may name
+    # token_env (the variable holding its bearer token), ca_bundle and proxy.
+
+    [store]              # the audit store (flag --db, variable NR_LLM_DB)
+    db = "postgresql+psycopg://nr_llm@db.internal/nr_llm"  # or a SQLite file's path
+
 Precedence, per setting: a flag, then the environment, then the file, then the default. The
 lists (names to isolate, block, enable, disable) are unions of every source instead: a flag can
 add a name to what the file isolates or blocks, never take one away. A provider's flags
@@ -62,6 +79,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -89,6 +107,7 @@ __all__ = [
     "TOOL_TIMEOUT_ENV_VAR",
     "Config",
     "Key",
+    "McpServerSettings",
     "ProviderSettings",
     "Setting",
     "Source",
@@ -108,7 +127,16 @@ _FILE_NAME: Final = "config.toml"
 _MAX_FILE_BYTES: Final = 1 << 20
 
 Kind = Literal[
-    "names", "flag", "seconds", "seconds_or_off", "limit", "choice", "text", "url", "tokens"
+    "names",
+    "flag",
+    "seconds",
+    "seconds_or_off",
+    "limit",
+    "choice",
+    "text",
+    "url",
+    "tokens",
+    "store",
 ]
 
 
@@ -276,6 +304,17 @@ SCHEMA: Final[tuple[Key, ...]] = (
         env=ENV_DISABLE_GROUPS,
     ),
     *_PROVIDER_KEYS,
+    # A URL may hold a password: it is shown masked (nr_llm_core.stores.masked), never as is.
+    Key(
+        "store",
+        "db",
+        "store",
+        None,
+        "the audit store: a SQLite file or a postgresql+psycopg:// URL "
+        "(default: ./.nr-llm/audit.db)",
+        flag="--db",
+        env="NR_LLM_DB",
+    ),
 )
 _KEYS: Final = {key.dotted: key for key in SCHEMA}
 _SECTIONS: Final = {
@@ -350,6 +389,8 @@ class Config:
     file: Path | None
     file_source: Source | None
     settings: Mapping[str, Setting]
+    #: The MCP servers of the file's ``[mcp.servers.<name>]`` tables, sorted by name.
+    mcp_servers: tuple[McpServerSettings, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         """The value of ``key`` (``"tools.timeout"``)."""
@@ -462,7 +503,8 @@ def load_config(
         key.dotted: _merge(key, flags.get(key.dotted), env, raw.get(key.dotted), file)
         for key in SCHEMA
     }
-    return Config(file=file, file_source=file_source, settings=settings)
+    servers = raw.get(_MCP_SERVERS, ())
+    return Config(file=file, file_source=file_source, settings=settings, mcp_servers=servers)
 
 
 def config_file_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -507,6 +549,9 @@ def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     top = [name for name in _SECTIONS if "." not in name]
     for section, table in data.items():
+        if section == "mcp":
+            out[_MCP_SERVERS] = _mcp_section(file, table)
+            continue
         known = _SECTIONS.get(section)
         if known is None and type(table) is not dict:
             sections = " or ".join(f"[{name}]" for name in top)
@@ -558,6 +603,10 @@ def _from_file(key: Key, value: Any, where: str) -> Any:
         if type(value) is not bool:
             raise ConfigurationError(f"{where} must be true or false")
         return value
+    if key.kind == "store":
+        if type(value) is not str or not value.strip():
+            raise ConfigurationError(f"{where} must be a file path or a database URL")
+        return value.strip()
     if key.kind == "limit":
         if type(value) is not int or value < 0:
             raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
@@ -597,7 +646,7 @@ def _env_value(key: Key, raw: str) -> Any:
     assert key.env is not None
     if key.kind == "names":
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
-    if key.kind == "url":  # checked when the provider is built, naming the variable
+    if key.kind == "url" or key.kind == "store":  # a URL: checked where it is used
         return raw
     try:
         number = float(raw)
@@ -629,3 +678,138 @@ def _merge(
         return Setting(key.dotted, union, tuple(source for source, _ in given))
     source, value = given[0]
     return Setting(key.dotted, value, (source,))
+
+
+# -- [mcp.servers.<name>]: MCP servers whose tools the host imports (docs/mcp.md, ADR 0023) --
+
+_MCP_SERVERS: Final = "mcp.servers"
+#: A server's name: the prefix of its tools' names (``<name>__<tool>``).
+_MCP_SERVER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
+_DATA_CLASSES: Final = ("public", "internal", "secret-adjacent")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_MCP_KEYS: Final = frozenset(
+    {
+        "command",
+        "url",
+        "trust_zone",
+        "data_class",
+        "requires_approval",
+        "isolation",
+        "timeout",
+        "memory_mb",
+        "tools",
+        "env",
+        "env_pass",
+        "token_env",
+        "ca_bundle",
+        "proxy",
+    }
+)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class McpServerSettings:
+    """One ``[mcp.servers.<name>]`` table, checked: a stdio ``command`` or a ``url``, and how
+    far its tools are trusted. ``timeout`` ``None``: the ``[tools]`` timeout applies."""
+
+    name: str
+    command: tuple[str, ...] | None = None
+    url: str | None = None
+    trust_zone: str = "local"
+    data_class: str | None = None
+    requires_approval: bool = False
+    isolation: bool = True
+    timeout: float | None = None
+    memory_mb: int = 4096
+    tools: frozenset[str] | None = None
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    env_pass: frozenset[str] = frozenset()
+    token_env: str | None = None
+    ca_bundle: str | None = None
+    proxy: str | None = None
+
+
+def _mcp_section(file: Path, table: Any) -> tuple[McpServerSettings, ...]:
+    if type(table) is not dict or set(table) - {"servers"}:
+        raise ConfigurationError(f"{file}: [mcp] holds only [mcp.servers.<name>] tables")
+    servers = table.get("servers", {})
+    if type(servers) is not dict:
+        raise ConfigurationError(f"{file}: [mcp.servers] must hold [mcp.servers.<name>] tables")
+    return tuple(_mcp_server(file, name, servers[name]) for name in sorted(servers))
+
+
+def _mcp_server(file: Path, name: str, table: Any) -> McpServerSettings:
+    where = f"{file}: [mcp.servers.{name}]"
+    if not _MCP_SERVER_NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"{file}: an MCP server's name is 1-32 letters, digits and '-' ({name!r} is not)"
+        )
+    if type(table) is not dict:
+        raise ConfigurationError(f"{where} must be a table")
+    for key in table:
+        if key not in _MCP_KEYS:
+            raise ConfigurationError(f"{where}: unknown key {key!r}{_suggest(key, _MCP_KEYS)}")
+    command, url = table.get("command"), table.get("url")
+    if (command is None) == (url is None):
+        raise ConfigurationError(f'{where} needs either command = [...] or url = "..."')
+    if command is not None and (
+        type(command) is not list or not command or not all(type(c) is str and c for c in command)
+    ):
+        raise ConfigurationError(f"{where} command must be a non-empty list of strings")
+    if url is not None and (type(url) is not str or not re.match(r"https?://", url)):
+        # Never quoted: a URL may carry credentials.
+        raise ConfigurationError(f"{where} url must start with http:// or https://")
+    zone = table.get("trust_zone", "local" if command is not None else "external")
+    if zone not in _ZONES:
+        raise ConfigurationError(f"{where} trust_zone must be one of {', '.join(_ZONES)}")
+    data_class = table.get("data_class")
+    if data_class is not None and data_class not in _DATA_CLASSES:
+        raise ConfigurationError(f"{where} data_class must be one of {', '.join(_DATA_CLASSES)}")
+    approval = table.get("requires_approval", zone != "local")
+    for key, value in (
+        ("requires_approval", approval),
+        ("isolation", table.get("isolation", True)),
+    ):
+        if type(value) is not bool:
+            raise ConfigurationError(f"{where} {key} must be true or false")
+    timeout = table.get("timeout")
+    memory = table.get("memory_mb", 4096)
+    if type(memory) is not int or memory < 0:
+        raise ConfigurationError(f"{where} memory_mb must be a whole number >= 0 (0: no limit)")
+    tools = table.get("tools")
+    if tools is not None and (type(tools) is not list or not all(type(t) is str for t in tools)):
+        raise ConfigurationError(f"{where} tools must be a list of tool names")
+    env = table.get("env", {})
+    if type(env) is not dict or not all(
+        _ENV_NAME.fullmatch(k) and type(v) is str for k, v in env.items()
+    ):
+        raise ConfigurationError(f"{where} env must be a table of variable names to strings")
+    env_pass = table.get("env_pass", [])
+    if type(env_pass) is not list or not all(
+        type(n) is str and _ENV_NAME.fullmatch(n) for n in env_pass
+    ):
+        raise ConfigurationError(f"{where} env_pass must be a list of variable names")
+    token_env = table.get("token_env")
+    if token_env is not None and (type(token_env) is not str or not _ENV_NAME.fullmatch(token_env)):
+        raise ConfigurationError(f"{where} token_env must name an environment variable")
+    for key in ("ca_bundle", "proxy"):
+        if key in table and (url is None or type(table[key]) is not str or not table[key]):
+            raise ConfigurationError(f"{where} {key} is a string, for a server with a url")
+    return McpServerSettings(
+        name=name,
+        command=None if command is None else tuple(command),
+        url=url,
+        trust_zone=zone,
+        data_class=data_class,
+        requires_approval=approval,
+        isolation=table.get("isolation", True),
+        timeout=None if timeout is None else _number(timeout, f"{where} timeout", allow_zero=False),
+        memory_mb=memory,
+        tools=None if tools is None else frozenset(tools),
+        env=dict(env),
+        env_pass=frozenset(env_pass),
+        token_env=token_env,
+        ca_bundle=table.get("ca_bundle"),
+        proxy=table.get("proxy"),
+    )

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import attrs
@@ -23,6 +23,7 @@ import pluggy
 from nr_llm_core._dispatch import call_tool, call_with_timeout, log_failure
 from nr_llm_core._registry import (
     MAX_REASON_CHARS,
+    OutOfProcess,
     Tool,
     build_tool,
     check_hookimpls,
@@ -129,9 +130,10 @@ class ToolHost:
     ) -> None:
         self._isolation = as_policy(isolation)
         self._workers: dict[str | None, WorkerHandle] = {}
-        # A host dropped without close() still stops its workers (the finalizer holds the
-        # dict, not the host).
-        weakref.finalize(self, _close_workers, self._workers)
+        self._closers: list[Callable[[], None]] = []
+        # A host dropped without close() still stops its workers and external connections
+        # (the finalizer holds the dict and the list, not the host).
+        weakref.finalize(self, _close_workers, self._workers, self._closers)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ToolHookSpec)
         # The frozen name -> implementation table. It is replaced whole, never changed in
@@ -375,15 +377,67 @@ class ToolHost:
     def is_isolated(self, name: str) -> bool:
         """Whether a registered tool runs in a worker process."""
         tool = self._table.get(name)
-        return tool is not None and tool.remote is not None
+        return tool is not None and tool.remote is not None and not tool.external
+
+    def add_external(
+        self,
+        source: str,
+        load: Callable[[], Iterable[tuple[ToolSpec, OutOfProcess] | ToolLoadError]],
+        *,
+        close: Callable[[], None] | None = None,
+        strict: bool = False,
+    ) -> None:
+        """Add the tools another program serves (an MCP server), each called through
+        ``OutOfProcess.call`` behind the same :meth:`invoke`.
+
+        ``load`` returns ``(spec, runner)`` pairs, and a :class:`ToolLoadError` for each tool
+        it refused; such an error, one ``load`` raises, a spec whose schema cannot compile, or
+        a name already taken is a :attr:`load_errors` entry with ``source`` as its
+        distribution (``strict``: raised). ``close`` is called by
+        :meth:`close` (the tools reconnect on their next call).
+        """
+        if close is not None:
+            with self._lock:
+                self._closers.append(close)
+        try:
+            found = list(load())
+        except ToolLoadError as exc:
+            self._refuse(strict, exc.reason, None, source)
+            return
+        for item in found:
+            if isinstance(item, ToolLoadError):
+                self._refuse(strict, item.reason, item.entry_point, source)
+                continue
+            spec, runner = item
+            try:
+                check, explain = compile_schema(spec)
+                tool = Tool(
+                    spec=spec,
+                    execute=_own_deadline(runner),
+                    argnames=("arguments", "context"),
+                    check=check,
+                    explain=explain,
+                    distribution=source,
+                    remote=runner,
+                    external=True,
+                )
+                with self._lock:
+                    if spec.name in self._table:
+                        raise ToolLoadError(f"tool name {spec.name!r} is already registered")
+                    self._publish({**self._table, spec.name: tool})
+            except ToolLoadError as exc:
+                self._refuse(strict, exc.reason, spec.name, source)
 
     def close(self) -> None:
-        """Stop every worker process (a later call of an isolated tool starts its worker
-        again)."""
+        """Stop every worker process and external connection (a later call of an isolated or
+        external tool starts it again)."""
         with self._lock:
             workers = list(self._workers.values())
+            closers = list(self._closers)
         for worker in workers:
             worker.close()
+        for close in closers:
+            close()
 
     def __enter__(self) -> ToolHost:
         return self
@@ -475,7 +529,7 @@ class ToolHost:
             # An isolated tool's default is its policy's (its worker is killed at it); the
             # host's is for the in-process ones, whose thread can only be abandoned.
             remote = tool.remote
-            limit = self.timeout if remote is None else remote.worker.policy.timeout
+            limit = self.timeout if remote is None else remote.timeout
         try:
             if limit is not None:
                 value = call_with_timeout(tool, arguments, context, limit)
@@ -504,6 +558,19 @@ class ToolHost:
         return result, None
 
 
-def _close_workers(workers: dict[str | None, WorkerHandle]) -> None:
+def _own_deadline(runner: OutOfProcess) -> Callable[..., object]:
+    """``execute`` of an external tool: a call with the runner's own limit."""
+
+    def execute(arguments: dict[str, Any], context: ToolContext | None = None) -> object:
+        return runner.call(arguments, context, runner.timeout)
+
+    return execute
+
+
+def _close_workers(
+    workers: dict[str | None, WorkerHandle], closers: list[Callable[[], None]]
+) -> None:
     for worker in list(workers.values()):
         worker.close()
+    for close in list(closers):
+        close()

@@ -154,11 +154,16 @@ def test_an_extras_home_may_import_it_and_be_imported_lazily(tmp_path: Path) -> 
     assert "orjson: nr_llm_core.audit -> nr_llm_core.orjson_bridge (l." in out
 
 
-def test_the_core_contract_names_every_module_but_the_cli_and_the_playground() -> None:
+def test_the_core_contract_names_every_module_but_the_front_ends() -> None:
     import nr_llm_core
 
     children = {f"nr_llm_core.{m.name}" for m in pkgutil.iter_modules(nr_llm_core.__path__)}
-    outside = {"nr_llm_core.cli", "nr_llm_core.playground", "nr_llm_core.__main__"}
+    outside = {
+        "nr_llm_core.cli",
+        "nr_llm_core.playground",
+        "nr_llm_core.mcp",
+        "nr_llm_core.__main__",
+    }
     assert set(CONTRACTS["core"]["source_modules"]) == children - outside
 
 

@@ -26,6 +26,8 @@ _COMMANDS: dict[str, str] = {
     "playground": "nr_llm_core.cli.playground:playground",
     "providers": "nr_llm_core.cli.providers:providers",
     "keys": "nr_llm_core.cli.keys:keys",
+    "mcp": "nr_llm_core.cli.mcp:mcp",
+    "worker": "nr_llm_core.cli.worker:worker",
 }
 
 

@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
-from nr_llm_core.audit import AgentRunPersister, AuditStoreError
+from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
 from nr_llm_core.errors import ApprovalError
+from nr_llm_core.stores import AuditStore
 
 __all__ = [
     "not_shown_note",
@@ -26,7 +27,7 @@ __all__ = [
 _INDENT = "    "
 
 
-def recorded_level(store: AgentRunPersister | None, run_id: str, fallback: object) -> object:
+def recorded_level(store: AuditStore | None, run_id: str, fallback: object) -> object:
     """The privacy level ``run_id`` is recorded at in ``store`` (``fallback`` when there is no
     store or no such run; ``None``, shown as nothing, when the store cannot be read): what
     decides whether its pending arguments are shown."""

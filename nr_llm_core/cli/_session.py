@@ -23,7 +23,7 @@ from nr_llm_core.config import (
     Config,
     load_config,
 )
-from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.errors import ConfigurationError, ToolLoadError
 from nr_llm_core.host import ToolHost
 
 __all__ = [
@@ -90,8 +90,22 @@ def read_config(
 
 def open_host(config: Config) -> ToolHost:
     """The tool host of every command, built from ``config`` only (enter it, or put it in a
-    :func:`session`, so its workers are stopped)."""
-    return ToolHost.discover(**config.host_options())
+    :func:`session`, so its workers and MCP servers are stopped). The MCP servers of the
+    file's ``[mcp.servers]`` add their tools (``<server>__<tool>``)."""
+    host = ToolHost.discover(**config.host_options())
+    if config.mcp_servers:
+        try:
+            from nr_llm_core.mcp.client import attach
+        except ImportError:
+            for server in config.mcp_servers:
+                host.add_external(f"mcp:{server.name}", _without_the_extra)
+        else:
+            attach(host, config)
+    return host
+
+
+def _without_the_extra() -> list[Any]:
+    raise ToolLoadError("the mcp extra is not installed: pip install 'nr-llm[mcp]'")
 
 
 def close_provider(stack: contextlib.ExitStack, provider: object) -> None:

@@ -1,55 +1,88 @@
-"""The audit store from the command line: the ``--db`` option and opening the store."""
+"""The audit store from the command line: the ``--db`` option and opening the store.
+
+The store is a SQLite file or a PostgreSQL URL (:mod:`nr_llm_core.stores`), from ``--db``,
+else ``$NR_LLM_DB``, else the configuration file's ``[store] db``, else
+``./.nr-llm/audit.db``. A URL is only ever shown masked (no password in an error, a log line
+or ``--help``, which shows no default value).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from nr_llm_core.audit import AgentRunPersister, AuditStoreError, default_db_path
+from nr_llm_core.audit import DB_ENV_VAR, AuditStoreError, default_db_path
 from nr_llm_core.cli._output import visible
+from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.stores import AuditStore, masked, store_kind
+from nr_llm_core.stores import open_store as _open
+from nr_llm_core.stores._url import sqlite_path
 
-__all__ = ["db_option", "no_database", "open_persister", "open_store"]
+__all__ = ["db_option", "no_database", "open_persister", "open_store", "store_target"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+Target = str | os.PathLike[str] | None
 
 
-def open_store(db: Path | None) -> AgentRunPersister:
-    """The audit store CLI runs record into (created on first use)."""
-    path = db if db is not None else default_db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+def store_target(db: Target) -> str:
+    """Where the store is: ``db``, else ``$NR_LLM_DB``, else the config file's ``[store]
+    db``, else ``./.nr-llm/audit.db``."""
+    if db is not None and os.fspath(db).strip():
+        return os.fspath(db)
+    named = os.environ.get(DB_ENV_VAR, "").strip()
+    if named:
+        return named  # as given: a Path would fold a URL's "//"
+    from nr_llm_core.config import load_config
+
     try:
-        return AgentRunPersister(path)
-    except AuditStoreError as exc:
-        raise click.ClickException(str(exc)) from None
+        configured = load_config()["store.db"]
+    except ConfigurationError as exc:
+        raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
+    return str(configured) if configured else str(default_db_path())
+
+
+def _opened(target: str) -> AuditStore:
+    try:
+        return _open(target)
+    except (AuditStoreError, ConfigurationError) as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    except ValueError as exc:  # an unknown scheme (its message names the scheme only)
+        raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
+
+
+def open_store(db: Target) -> AuditStore:
+    """The audit store CLI runs record into (created on first use)."""
+    return _opened(store_target(db))
 
 
 def db_option(func: F) -> F:
-    """The ``--db PATH`` option (default: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``)."""
+    """The ``--db PATH|URL`` option (default: ``$NR_LLM_DB``, the config file's ``[store]
+    db``, else ``./.nr-llm/audit.db``)."""
     option = click.option(
         "--db",
         "db",
-        type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="The audit database (default: $NR_LLM_DB, else ./.nr-llm/audit.db).",
+        metavar="PATH|URL",
+        help="The audit store: a SQLite file, or a postgresql+psycopg://… URL shared by many "
+        "machines (default: $NR_LLM_DB, else the config file's [store] db, else "
+        "./.nr-llm/audit.db).",
     )
     return option(func)
 
 
-def open_persister(db: Path | None, *, create: bool = False) -> AgentRunPersister | None:
-    """The store at ``db`` (or the default path); ``None`` if it does not exist and
-    ``create`` is false, so that reading never creates an empty database."""
-    path = db if db is not None else default_db_path()
-    if not create and not path.exists():
+def open_persister(db: Target, *, create: bool = False) -> AuditStore | None:
+    """The store at ``db`` (or the default); ``None`` if it is a SQLite file that does not
+    exist and ``create`` is false, so that reading never creates an empty database."""
+    target = store_target(db)
+    if not create and store_kind(target) == "sqlite" and not sqlite_path(target).exists():
         return None
-    try:
-        return AgentRunPersister(path)
-    except AuditStoreError as exc:
-        raise click.ClickException(str(exc)) from None
+    return _opened(target)
 
 
-def no_database(db: Path | None) -> None:
-    path = db if db is not None else default_db_path()
-    click.echo(f"No audit database at {visible(str(path), keep_newlines=False)}.")
+def no_database(db: Target) -> None:
+    """Say that there is no store at ``db`` (shown masked)."""
+    shown = masked(store_target(db))
+    click.echo(f"No audit database at {visible(shown, keep_newlines=False)}.")

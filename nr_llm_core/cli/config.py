@@ -65,6 +65,10 @@ def show(
         value = setting.value
         if key.kind == "url":  # never its credentials, query or fragment
             value = shown_url(value)
+        elif key.kind == "store" and value is not None:
+            from nr_llm_core.stores import masked  # a URL's password is never shown
+
+            value = masked(value)
         rows.append([key.dotted, _shown(value), sources])
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from nr_llm_core.audit import AuditStoreError
+from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._providers import ca_bundle_option, make_provider, proxy_option
 from nr_llm_core.cli._session import (
     config_option,
@@ -17,7 +19,9 @@ from nr_llm_core.cli._session import (
     session,
     tool_timeout_option,
 )
+from nr_llm_core.cli._store import db_option, store_target
 from nr_llm_core.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Config, load_config
+from nr_llm_core.errors import ConfigurationError
 
 __all__ = ["playground"]
 
@@ -57,12 +61,7 @@ def _providers(
 @click.command("playground")
 @click.option("--host", "bind", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (0: any free one).")
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Audit database (default: $NR_LLM_DB, else ./.nr-llm/audit.db).",
-)
+@db_option
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
 @click.option(
     "--openai-base-url",
@@ -92,7 +91,7 @@ def _providers(
 def playground(
     bind: str,
     port: int,
-    db: Path | None,
+    db: str | None,
     no_open: bool,
     openai_base_url: str | None,
     openai_model: str | None,
@@ -123,7 +122,10 @@ def playground(
     click.echo("loading tools and the audit store …", err=True)
     with session() as stack:
         host = stack.enter_context(open_host(config))
-        store = open_store(db)
+        try:
+            store = open_store(store_target(db))
+        except (AuditStoreError, ConfigurationError) as exc:
+            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
         stack.callback(store.close)
         server = PlaygroundServer(
             host,

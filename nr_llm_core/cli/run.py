@@ -27,6 +27,7 @@ from nr_llm_core.loop import TerminationReason, ToolLoop
 from nr_llm_core.offers import offer_decisions
 from nr_llm_core.privacy import PrivacyLevel, effective_level
 from nr_llm_core.providers.base import zone_of
+from nr_llm_core.stores import AuditStore
 
 __all__ = ["run"]
 
@@ -48,6 +49,12 @@ __all__ = ["run"]
 )
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not write the run to the audit store.")
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Do not run here: queue the run in the shared PostgreSQL store for whichever "
+    "`nr-llm worker` is free (its provider and tools answer); prints the run id.",
+)
 def run(
     prompt: str,
     provider: str | None,
@@ -65,8 +72,9 @@ def run(
     tool_timeout: float | None,
     config_path: Path | None,
     privacy: str | None,
-    db: Path | None,
+    db: str | None,
     no_record: bool,
+    queue: bool,
 ) -> None:
     """Run PROMPT through the tool loop and print the answer and a compact trace.
 
@@ -75,6 +83,12 @@ def run(
     last line says where, and at which level); a run that waits for approval is continued
     with ``nr-llm runs approve|deny RUN_ID``.
     """
+    allowed: Any = None
+    if tools is not None:
+        allowed = [t.strip() for t in tools.split(",") if t.strip()]
+    if queue:
+        _queue(prompt, allowed, privacy, db, no_record=no_record)
+        return
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     chosen = make_provider(
         provider,
@@ -89,9 +103,6 @@ def run(
         timeout=timeout,
     )
     announce_provider(chosen)
-    allowed: Any = None
-    if tools is not None:
-        allowed = [t.strip() for t in tools.split(",") if t.strip()]
     with session() as stack:
         close_provider(stack, chosen)
         store = None if no_record else stack.enter_context(open_store(db))
@@ -114,13 +125,15 @@ def run(
         raise SystemExit(1)
 
 
-def recorded_where(store: AgentRunPersister | None, run_id: str, db: Path | None) -> str:
+def recorded_where(store: AuditStore | None, run_id: str, db: str | None) -> str:
     """The line that says where run ``run_id`` was recorded and at which privacy level (the
     level the store applied, read back from it), with the command that shows it."""
     run = visible(run_id, keep_newlines=False)
     if store is None:
         return f"run {run} was not recorded (--no-record)."
-    path = visible(str(store.path.resolve()), keep_newlines=False)
+    # A SQLite file by its whole path; a shared store by its URL, password masked.
+    where = store.path.resolve() if isinstance(store, AgentRunPersister) else _label(store)
+    path = visible(str(where), keep_newlines=False)
     try:
         record = store.get_run(run_id)
     except AuditStoreError:
@@ -133,3 +146,37 @@ def recorded_where(store: AgentRunPersister | None, run_id: str, db: Path | None
         f"run {run} recorded in {path} at privacy level {level}; "
         f"see it with: nr-llm runs show {run}{option}"
     )
+
+
+def _queue(
+    prompt: str, allowed: Any, privacy: str | None, db: str | None, *, no_record: bool
+) -> None:
+    """``run --queue``: the run and its prompt go to the shared store, the queue gets its id."""
+    from nr_llm_core.audit import AuditStoreError
+    from nr_llm_core.cli._output import visible
+    from nr_llm_core.cli._store import store_target
+    from nr_llm_core.stores import store_kind
+
+    if no_record:
+        raise click.UsageError("--queue records the run: it cannot go with --no-record")
+    target = store_target(db)
+    if store_kind(target) != "postgresql":
+        raise click.UsageError("--queue needs a PostgreSQL store: --db postgresql+psycopg://…")
+    try:
+        from nr_llm_core.stores.queue import enqueue_run
+    except ImportError:
+        raise click.ClickException(
+            "--queue needs the postgres extra: pip install 'nr-llm[postgres]'"
+        ) from None
+    try:
+        run_id = enqueue_run(target, prompt, allowed=allowed, privacy=privacy)
+    except AuditStoreError as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    click.echo(run_id)
+    click.echo(f"queued: a worker will run it (nr-llm runs show {run_id})", err=True)
+
+
+def _label(store: AuditStore) -> str:
+    """A shared store as its users know it: the URL with its password masked."""
+    label = getattr(store, "label", None)
+    return label if type(label) is str else type(store).__name__

@@ -10,12 +10,11 @@ terminal. To add a ``runs`` subcommand, decorate it with ``@runs.command(...)`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
-from nr_llm_core.audit import AgentRunPersister, AuditStoreError
+from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
 from nr_llm_core.cli._pending import (
     pending_json,
@@ -37,12 +36,13 @@ from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, resolve_privacy_level
+from nr_llm_core.stores import AuditStore
 from nr_llm_core.traceparent import parse_traceparent
 
 __all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
 
 
-def resolve_run_id(store: AgentRunPersister, given: str) -> str:
+def resolve_run_id(store: AuditStore, given: str) -> str:
     """The whole id of the run ``given`` names (a whole id or a unique prefix of at least
     four characters, see :meth:`~nr_llm_core.audit.AgentRunPersister.resolve_run_id`); an
     unknown or ambiguous one is a ``ClickException`` that says which."""
@@ -62,7 +62,7 @@ def runs() -> None:
 @runs.command("list")
 @db_option
 @click.option("--limit", default=20, show_default=True, help="How many runs, newest first.")
-def list_runs(db: Path | None, limit: int) -> None:
+def list_runs(db: str | None, limit: int) -> None:
     """The most recent runs."""
     store = open_persister(db)
     if store is None:
@@ -122,7 +122,7 @@ _RUN_FIELDS = (
     is_flag=True,
     help="Print one JSON object (printable ASCII): the run, its steps, its pending calls.",
 )
-def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
+def show_run(run_id: str, db: str | None, as_json: bool) -> None:
     """One run, its steps exactly as stored (JSON, one per step), and, while it waits for
     approval, its pending calls with their complete arguments (paged on a terminal when
     long; not shown for a run recorded at privacy level none)."""
@@ -176,15 +176,49 @@ def show_run(run_id: str, db: Path | None, as_json: bool) -> None:
     page("\n".join(lines))
 
 
+def _queued(store: Any, run_id: str) -> bool:
+    """Whether ``run_id`` was started by a worker (``nr-llm run --queue``): its resumption
+    goes back to the workers, whose provider and tools it runs with."""
+    record = store.get_run(run_id)
+    meta = None if record is None else record["meta"]
+    return isinstance(meta, dict) and meta.get("queued") is True
+
+
+def _decide_for_worker(store: Any, state: Any, approve: bool, digest: str) -> None:
+    """Claim the run for the workers: the decisions go into the store with its state
+    (signed), the queue gets its id, and whichever worker is free resumes it."""
+    from nr_llm_core.approval import decisions_for
+    from nr_llm_core.audit import AuditStoreError, claimant
+    from nr_llm_core.stores.postgres import PostgresStore
+
+    if not isinstance(store, PostgresStore):
+        raise click.UsageError("--queue needs a PostgreSQL store: --db postgresql+psycopg://…")
+    from nr_llm_core.stores.queue import approve_for_worker
+
+    try:
+        approve_for_worker(
+            store,
+            state.run_id,
+            digest=digest,
+            decisions=decisions_for(state, approve),
+            claimant=claimant("cli"),
+        )
+    except (ApprovalError, AuditStoreError) as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+    verb = "Approved" if approve else "Denied"
+    click.echo(f"{verb}; run {visible(state.run_id, keep_newlines=False)} is queued for a worker.")
+
+
 def _decide(
     run_id: str,
     approve: bool,
     digest: str | None,
-    db: Path | None,
+    db: str | None,
     options: Any,
     *,
     blind: bool,
     yes: bool,
+    queue: bool = False,
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -219,6 +253,9 @@ def _decide(
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
+        if queue or _queued(store, run_id):
+            _decide_for_worker(store, state, approve, digest)
+            return
         announce_provider(provider)
         if isinstance(provider, ScriptedProvider):
             # A script is stateless across processes: it goes on after the turns already played.
@@ -261,15 +298,27 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         is_flag=True,
         help="Do not ask on a terminal (without a terminal the command never asks).",
     )
+    @click.option(
+        "--queue",
+        is_flag=True,
+        help="Let whichever `nr-llm worker` is free resume the run (a PostgreSQL store; the "
+        "default for a run queued with `nr-llm run --queue`).",
+    )
     @db_option
     @provider_options
     @isolate_option
     @tool_timeout_option()
     @config_option
     def decide(
-        run_id: str, digest: str | None, blind: bool, yes: bool, db: Path | None, **options: Any
+        run_id: str,
+        digest: str | None,
+        blind: bool,
+        yes: bool,
+        queue: bool,
+        db: str | None,
+        **options: Any,
     ) -> None:
-        _decide(run_id, approve, digest, db, options, blind=blind, yes=yes)
+        _decide(run_id, approve, digest, db, options, blind=blind, yes=yes, queue=queue)
 
     decide.__doc__ = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
@@ -290,7 +339,7 @@ deny_run = _decision_command(False)
 @runs.command("discard")
 @click.argument("run_id")
 @db_option
-def discard_run(run_id: str, db: Path | None) -> None:
+def discard_run(run_id: str, db: str | None) -> None:
     """Give up RUN_ID, which waits for approval: it is settled as cancelled (reason
     discarded) and its saved state (prompt, tool output, pending arguments) is wiped."""
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -331,7 +380,7 @@ def show_level() -> None:
     help="Delete runs started more than DAYS days ago, with their steps.",
 )
 @db_option
-def purge(days: float, db: Path | None) -> None:
+def purge(days: float, db: str | None) -> None:
     """Delete old runs and their steps (the freed bytes are overwritten)."""
     store = open_persister(db)
     if store is None:

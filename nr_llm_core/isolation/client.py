@@ -267,6 +267,11 @@ class RemoteTool:
     name: str
     worker: WorkerHandle
 
+    @property
+    def timeout(self) -> float:
+        """The policy's per-call limit."""
+        return self.worker.policy.timeout
+
     def execute(self, arguments: dict[str, Any], context: ToolContext | None = None) -> object:
         """Run the call with the policy's default timeout (see :meth:`call`)."""
         return self.call(arguments, context, self.worker.policy.timeout)

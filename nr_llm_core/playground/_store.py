@@ -2,17 +2,19 @@
 
 The Persisted tabs show :class:`~nr_llm_core.privacy.RunStepPrivacyFilter` output at the
 selected level, the record the audit store keeps for that step; agent runs are recorded in an
-:class:`~nr_llm_core.audit.AgentRunPersister`, which the Runs view reads.
+audit store (:class:`~nr_llm_core.stores.AuditStore`: a SQLite file or a PostgreSQL server),
+which the Runs view reads.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final, final
 
-from nr_llm_core.audit import AgentRunPersister, default_db_path
 from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter, effective_level
+from nr_llm_core.stores import AuditStore
+from nr_llm_core.stores import open_store as _open_store
 
 __all__ = [
     "LEVELS",
@@ -77,7 +79,7 @@ def _prompt(request: Mapping[str, Any]) -> str | None:
 class Store:
     """The audit store the playground records agent runs in and lists in the Runs view."""
 
-    def __init__(self, persister: AgentRunPersister) -> None:
+    def __init__(self, persister: AuditStore) -> None:
         self.persister = persister
 
     def list_runs(self) -> list[dict[str, Any]]:
@@ -120,9 +122,10 @@ class Store:
         self.persister.close()
 
 
-def open_store(path: Path | None, *, privacy: PrivacyLevel | str | None = None) -> Store:
-    """The audit store at ``path`` (``None``: ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``),
-    created when missing; ``privacy`` is its level (no request is recorded wider)."""
-    target = path if path is not None else default_db_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Store(AgentRunPersister(target, privacy=privacy))
+def open_store(
+    target: str | os.PathLike[str] | None, *, privacy: PrivacyLevel | str | None = None
+) -> Store:
+    """The audit store at ``target`` (a SQLite file or a PostgreSQL URL; ``None``:
+    ``$NR_LLM_DB``, else ``./.nr-llm/audit.db``), created when missing; ``privacy`` is its
+    level (no request is recorded wider)."""
+    return Store(_open_store(target, privacy=privacy))

@@ -20,7 +20,8 @@ def file_source(path: Path) -> Source:
     return Source("file", str(path))
 
 
-def test_without_a_file_every_setting_is_its_default() -> None:
+def test_without_a_file_every_setting_is_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NR_LLM_DB")  # set for every test (tests/conftest.py): a store, not a file
     config = load_config()
     assert config.file is None and config.file_source is None
     assert config.tool_timeout == 30.0
@@ -262,10 +263,13 @@ def test_every_command_that_runs_tools_refuses_a_bad_file_before_doing_anything(
     assert f"{other}: [tools] timeout must be" in out.output
 
 
-def test_the_documented_example_is_a_valid_file(tmp_path: Path) -> None:
+def test_the_documented_example_is_a_valid_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The reference in docs/operating.md (and the module's docstring) passes the checks."""
     import nr_llm_core.config
 
+    monkeypatch.delenv("NR_LLM_DB")  # set for every test (tests/conftest.py)
     root = Path(__file__).resolve().parents[2]
     page = (root / "docs" / "operating.md").read_text(encoding="utf-8")
     (example,) = [

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from nr_llm_core import AgentRunPersister, AnthropicProvider, OpenAIChatProvider, ToolLoop
-from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.approval import SuspendedRunState, resigned
 from nr_llm_core.loop import TerminationReason
 from nr_llm_core.providers import Usage
 
@@ -106,16 +106,22 @@ SAVED_BEFORE = (
 )
 
 
-def test_a_state_saved_before_the_cache_parts_still_verifies() -> None:
-    """A run suspended by the previous version can still be resumed: the new fields, at 0,
-    do not change its digest."""
+def test_a_state_saved_before_the_cache_parts_keeps_its_digest() -> None:
+    """A run suspended by an earlier version keeps its digest: the new fields, at 0, do not
+    change it, so the store's upgrade can re-sign it (version 1 is the keyless digest, which
+    is no longer accepted as it is: see tests/stores/test_resign.py)."""
     state = SuspendedRunState.from_json(SAVED_BEFORE)
-    state.verify()
+    assert state.compute_digest() == state.digest
     assert state.to_json() == SAVED_BEFORE
+    again = SuspendedRunState.from_dict(resigned(state.to_dict()) or {})
+    again.verify()
+    assert again.usage == state.usage
 
 
 def test_a_state_keeps_its_cache_parts() -> None:
-    state = SuspendedRunState.from_json(SAVED_BEFORE)
+    state = SuspendedRunState.from_dict(
+        resigned(SuspendedRunState.from_json(SAVED_BEFORE).to_dict()) or {}
+    )
     usage = Usage(input_tokens=3512, output_tokens=40, cache_read_input_tokens=3000)
     grown = SuspendedRunState.create(
         **{k: v for k, v in attrs.asdict(state, recurse=False).items() if k != "digest"}

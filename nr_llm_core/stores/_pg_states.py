@@ -1,0 +1,383 @@
+"""The PostgreSQL store's connection, schema versions, and the statements on a run's row and
+its state that need the run row's lock (suspend, claim, discard, take).
+
+Each function that changes a run runs inside the caller's transaction and locks the run row
+first (``SELECT … FOR UPDATE``): the check and the change are one step for every process on
+every machine. A state row is written with an HMAC under the host secret over the run id, the
+state and the decisions, and checked on every read (:mod:`nr_llm_core._signing`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, final
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import Connection, Engine
+
+from nr_llm_core._audit_records import (
+    DISCARDED,
+    AuditStoreError,
+    RunSettledError,
+    RunStatus,
+    SuspendedStateError,
+    UnknownRunError,
+    resume_refusal,
+    run_record,
+)
+from nr_llm_core._audit_schema import SchemaVersionError, now
+from nr_llm_core._audit_suspension import claimant_text, lost
+from nr_llm_core._signing import mac, mac_matches
+from nr_llm_core.encoding import decode_json, encode_json_str
+from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.privacy import PrivacyLevel, effective_level, resolve_privacy_level
+from nr_llm_core.stores import _tables
+from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
+
+__all__ = [
+    "RUN_SELECT",
+    "Found",
+    "Taken",
+    "claimant_text",
+    "discard",
+    "end_suspension",
+    "engine",
+    "mark_applying",
+    "migrate",
+    "put_state",
+    "read_state",
+    "require_open",
+    "reworded",
+    "take",
+    "waiting",
+]
+
+_STATE_PURPOSE: Final = "nr-llm/state/v1"
+# Any constant: the advisory lock that makes concurrent first opens migrate once.
+_MIGRATION_LOCK: Final = 0x6E726C6C6D  # "nrllm"
+_ZONE_RANK: Final = {"local": 0, "private-hosted": 1, "external": 2}
+
+# Aliases: a query that joins ``states`` itself must not correlate these subqueries to it.
+_waiting_state = states.alias("waiting_state")
+_run_events = events.alias("run_events")
+
+RUN_SELECT: Final = sa.select(
+    runs.c.id,
+    runs.c.status,
+    runs.c.started_at,
+    runs.c.ended_at,
+    runs.c.iterations,
+    runs.c.truncated,
+    runs.c.termination_reason,
+    runs.c.tokens_in,
+    runs.c.tokens_out,
+    runs.c.privacy_level,
+    sa.and_(
+        runs.c.status == RunStatus.SUSPENDED.value,
+        sa.exists().where(_waiting_state.c.run_id == runs.c.id).correlate(runs),
+    ),
+    sa.select(sa.func.count())
+    .where(_run_events.c.run_id == runs.c.id)
+    .correlate(runs)
+    .scalar_subquery(),
+    runs.c.meta,
+    runs.c.claimed_by,
+    runs.c.claimed_at,
+)
+
+
+def engine(url: str, label: str, *, pool_size: int) -> Engine:
+    """An engine for ``url`` on psycopg 3 that never puts parameters in its errors or logs."""
+    try:
+        made = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise AuditStoreError(f"not a PostgreSQL URL: {label}") from None
+    if made.drivername in ("postgresql", "postgres"):
+        made = made.set(drivername="postgresql+psycopg")
+    if made.drivername != "postgresql+psycopg":
+        raise AuditStoreError(f"use the psycopg 3 driver (postgresql+psycopg://…): {label}")
+    try:
+        return sa.create_engine(
+            made,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            hide_parameters=True,  # SQL errors would otherwise quote step payloads
+            connect_args={"connect_timeout": 10, "application_name": "nr-llm"},
+        )
+    except ImportError:
+        raise AuditStoreError(
+            "a PostgreSQL store needs the postgres extra: pip install 'nr-llm[postgres]'"
+        ) from None
+
+
+def reworded(exc: BaseException, label: str) -> AuditStoreError:
+    """An :class:`AuditStoreError` for a database error: the error's type, and for a
+    connection failure the server's first line (libpq never echoes a password), the store
+    named by its masked URL. Never the statement or its parameters."""
+    original = getattr(exc, "orig", None) or exc
+    kind = type(original).__name__
+    if isinstance(exc, sa.exc.OperationalError) and getattr(exc, "connection_invalidated", None):
+        return AuditStoreError(f"lost the connection to the audit database {label} ({kind})")
+    if isinstance(exc, sa.exc.OperationalError) and "connect" in str(original)[:200].lower():
+        first = str(original).strip().splitlines()[0][:300] if str(original).strip() else kind
+        return AuditStoreError(f"cannot connect to the audit database {label}: {first}")
+    return AuditStoreError(f"audit database error ({kind}) on {label}")
+
+
+def migrate(eng: Engine) -> int:
+    """Create or check the schema, once, under an advisory lock; return its version.
+
+    A database whose version is newer than this code is refused ("upgrade nr-llm")."""
+    with eng.begin() as conn:
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
+        schema_version.create(conn, checkfirst=True)
+        found = conn.execute(sa.select(schema_version.c.version)).scalar()
+        version = 0 if found is None else int(found)
+        if version > SCHEMA_VERSION:
+            raise AuditStoreError(
+                str(
+                    SchemaVersionError(
+                        f"the audit database has schema version {version}; this nr-llm knows "
+                        f"{SCHEMA_VERSION} at most: upgrade nr-llm"
+                    )
+                )
+            )
+        if version == 0:
+            _tables.metadata.create_all(conn, tables=[runs, events, states])
+            conn.execute(sa.insert(schema_version).values(version=SCHEMA_VERSION))
+            version = SCHEMA_VERSION
+    return version
+
+
+def require_open(conn: Connection, run_id: str) -> str:
+    """Lock the run row; its status, or :class:`UnknownRunError` / :class:`RunSettledError`."""
+    status = conn.execute(
+        sa.select(runs.c.status).where(runs.c.id == run_id).with_for_update()
+    ).scalar()
+    if status is None:
+        raise UnknownRunError(f"no run {run_id!r}")
+    if RunStatus(status).final:
+        raise RunSettledError(f"run {run_id!r} is already {status}")
+    return str(status)
+
+
+def _signed(run_id: str, state: str, decisions: str | None) -> tuple[bytes, ...]:
+    return (
+        run_id.encode("utf-8", "surrogatepass"),
+        state.encode("utf-8", "surrogatepass"),
+        b"" if decisions is None else decisions.encode("utf-8", "surrogatepass"),
+    )
+
+
+def put_state(
+    conn: Connection,
+    run_id: str,
+    state: Any,
+    *,
+    decisions: dict[str, bool] | None = None,
+) -> None:
+    """Write (or replace) the run's signed state row."""
+    try:
+        text = encode_json_str(dict(state))
+        chosen = None if decisions is None else encode_json_str(decisions)
+    except Exception as exc:
+        raise AuditStoreError(f"suspended state is not JSON: {type(exc).__name__}") from None
+    try:
+        signature = mac(_STATE_PURPOSE, *_signed(run_id, text, chosen), shared=True)
+    except ConfigurationError as exc:
+        raise AuditStoreError(str(exc)) from None
+    digest = state.get("digest")
+    row = {
+        "state": text,
+        "digest": digest if type(digest) is str else None,
+        "decisions": chosen,
+        "mac": signature,
+        "applying": None,
+    }
+    stmt = pg_insert(states).values(run_id=run_id, **row)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[states.c.run_id], set_=row))
+
+
+@final
+@attrs.frozen
+class Found:
+    """A run's state row, checked: the state, the decisions stored with it, its digest."""
+
+    state: dict[str, Any]
+    decisions: dict[str, bool] | None
+    digest: str | None
+
+
+def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
+    """The checked state of a run in ``status``; ``None`` when the run is not in it;
+    :class:`SuspendedStateError` when its row is missing or its signature does not match."""
+    query = (
+        sa.select(runs.c.status, states.c.state, states.c.decisions, states.c.mac, states.c.digest)
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id, runs.c.status == status.value)
+    )
+    row = conn.execute(query.with_for_update(of=runs) if lock else query).first()
+    if row is None:
+        return None
+    return _checked(run_id, row[1], row[2], row[3], row[4])
+
+
+def _checked(
+    run_id: str, text: str | None, decisions: str | None, signature: str | None, digest: Any
+) -> Found:
+    if text is None:
+        raise SuspendedStateError(lost(run_id))
+    try:
+        good = mac_matches(
+            signature, _STATE_PURPOSE, *_signed(run_id, text, decisions), shared=True
+        )
+    except ConfigurationError as exc:
+        raise AuditStoreError(str(exc)) from None
+    if not good:
+        raise SuspendedStateError(lost(run_id))
+    state = decode_json(text)
+    chosen = None if decisions is None else decode_json(decisions)
+    if type(state) is not dict or (chosen is not None and type(chosen) is not dict):
+        raise SuspendedStateError(lost(run_id))
+    return Found(state=state, decisions=chosen, digest=digest if type(digest) is str else None)
+
+
+def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
+    """Lock a run that waits (on the turn ``digest``, when given) and return its checked
+    state, or raise the refusal (who claimed it and when, stale, unknown)."""
+    row = conn.execute(
+        RUN_SELECT.add_columns(states.c.state, states.c.decisions, states.c.mac, states.c.digest)
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id)
+        .with_for_update(of=runs)
+    ).first()
+    record = None if row is None else run_record(tuple(row[:15]))
+    if row is None or record is None or record["status"] != RunStatus.SUSPENDED:
+        raise resume_refusal(run_id, record)
+    if digest is not None and digest != row[18]:
+        raise resume_refusal(run_id, record)
+    return _checked(run_id, row[15], row[16], row[17], row[18])
+
+
+def end_suspension(conn: Connection, run_id: str, who: str) -> None:
+    """Claim the (locked, suspended) run for ``who``: ``running``, its state row deleted."""
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id, runs.c.status == RunStatus.SUSPENDED.value)
+        .values(status=RunStatus.RUNNING.value, claimed_by=who, claimed_at=now())
+    )
+    conn.execute(sa.delete(states).where(states.c.run_id == run_id))
+
+
+def discard(conn: Connection, run_id: str, who: str) -> None:
+    """Settle a waiting run ``cancelled`` (reason ``discarded``) for ``who``, state deleted;
+    refused like a claim when it is not waiting."""
+    row = conn.execute(RUN_SELECT.where(runs.c.id == run_id).with_for_update(of=runs)).first()
+    record = None if row is None else run_record(tuple(row))
+    if record is None or record["status"] != RunStatus.SUSPENDED:
+        raise resume_refusal(run_id, record)
+    at = now()
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(
+            status=RunStatus.CANCELLED.value,
+            ended_at=at,
+            termination_reason=DISCARDED,
+            claimed_by=who,
+            claimed_at=at,
+        )
+    )
+    conn.execute(sa.delete(states).where(states.c.run_id == run_id))
+
+
+@final
+@attrs.frozen
+class Taken:
+    """A run handed to a worker: its checked state (and the approver's decisions, when it
+    resumes after an approval), which execution this is (1 = first), the trust zone and
+    privacy level it runs under, and who began running the approved calls (``None``: nobody
+    did; else a worker that was lost may have run them)."""
+
+    run_id: str
+    state: dict[str, Any]
+    decisions: dict[str, bool] | None
+    attempt: int
+    trust_zone: str
+    privacy_level: str
+    applying: str | None = None
+
+
+def _stricter_zone(*zones: str | None) -> str:
+    named = [z if z in _ZONE_RANK else "external" for z in zones if z is not None]
+    return max(named or ["external"], key=_ZONE_RANK.__getitem__)
+
+
+def take(
+    conn: Connection,
+    run_id: str,
+    worker: str,
+    zone: str,
+    named: tuple[PrivacyLevel | str | None, ...],
+) -> Taken | None:
+    """Lock the run; hand it to ``worker`` if it is queued, or again if it is running with a
+    state (the engine retries it after its worker was lost); else ``None``."""
+    row = conn.execute(
+        sa.select(
+            runs.c.status,
+            runs.c.attempts,
+            runs.c.trust_zone,
+            runs.c.privacy_level,
+            states.c.state,
+            states.c.decisions,
+            states.c.mac,
+            states.c.digest,
+            states.c.applying,
+        )
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id)
+        .with_for_update(of=runs)
+    ).first()
+    if row is None:
+        return None
+    status, attempts, recorded_zone, level = row[0], int(row[1]), row[2], row[3]
+    if status != RunStatus.QUEUED and not (status == RunStatus.RUNNING and row[4] is not None):
+        return None
+    found = _checked(run_id, row[4], row[5], row[6], row[7])
+    zone_now = _stricter_zone(recorded_zone, zone)
+    # The run's level and the levels this worker names (its store's, its own, the
+    # environment's): the strictest; nothing named never widens or narrows it.
+    level_now = effective_level(resolve_privacy_level(level), *named).value
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(
+            status=RunStatus.RUNNING.value,
+            attempts=attempts + 1,
+            taken_by=claimant_text(worker),
+            trust_zone=zone_now,
+            privacy_level=level_now,
+        )
+    )
+    return Taken(
+        run_id=run_id,
+        state=found.state,
+        decisions=found.decisions,
+        attempt=attempts + 1,
+        trust_zone=zone_now,
+        privacy_level=level_now,
+        applying=row[8],
+    )
+
+
+def mark_applying(conn: Connection, run_id: str, worker: str) -> bool:
+    """Record that ``worker`` begins running the approved calls of the run it was handed;
+    ``False`` when the run is no longer running with decisions (taken away meanwhile)."""
+    require_open(conn, run_id)
+    done = conn.execute(
+        sa.update(states)
+        .where(states.c.run_id == run_id, states.c.decisions.is_not(None))
+        .values(applying=claimant_text(worker))
+    )
+    return bool(done.rowcount)

@@ -1,0 +1,189 @@
+"""What a worker does with one run id: take the run from the shared store and drive it with
+the tool loop, under the stricter of the run's trust zone and privacy level and its own.
+
+The queue (:mod:`nr_llm_core.stores.queue`) hands over a run id and nothing else; everything
+the run needs is in the store: its start state (``nr-llm run --queue``) or its suspended state
+and the approver's decisions, each signed with the host secret. A run is taken under its row's
+lock (:meth:`PostgresStore.take <nr_llm_core.stores.postgres.PostgresStore.take>`); when the
+queue hands it again after its worker was lost, it starts over from that state:
+
+- calls that need no approval may run again (at least once under a crash);
+- approved calls run at most once: the worker records, committed, that it begins them, and a
+  worker that takes the run after that answers them with :data:`LOST` instead of running
+  them again (exactly once when no worker is lost).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, final
+
+from nr_llm_core._logging import log_exception
+from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.host import ToolHost
+from nr_llm_core.loop import ToolLoop
+from nr_llm_core.messages import ChatMessage
+from nr_llm_core.providers.base import Completion, Provider, TrustZone, zone_of
+from nr_llm_core.results import ToolSpec
+from nr_llm_core.stores._pg_states import Taken
+from nr_llm_core.stores.postgres import PostgresStore
+from nr_llm_core.trace import RunStep
+
+__all__ = ["LOST", "RunExecutor", "stricter_zone"]
+
+logger = logging.getLogger("nr_llm.worker")
+
+#: The answer to an approved call whose worker was lost after it began the approved calls.
+LOST: Final = (
+    "Not run again: the worker that was running this approved call stopped; it may or may "
+    "not have run."
+)
+_RANK: Final = {TrustZone.LOCAL: 0, TrustZone.PRIVATE_HOSTED: 1, TrustZone.EXTERNAL: 2}
+
+
+def stricter_zone(*zones: object) -> TrustZone:
+    """The zone that may see least of those named (anything unknown counts as external)."""
+    known = [zone_of(_Declared(z)) for z in zones]
+    return max(known or [TrustZone.EXTERNAL], key=_RANK.__getitem__)
+
+
+@final
+class _Declared:
+    # zone_of reads a declaration the way it reads a provider's: unknown means external.
+    def __init__(self, zone: object) -> None:
+        self.trust_zone = zone
+
+
+@final
+class _Zoned:
+    """The worker's provider, declaring the zone the run may be shown in (never wider than
+    the provider's own)."""
+
+    def __init__(self, provider: Provider, zone: TrustZone) -> None:
+        self._provider = provider
+        self.trust_zone = zone
+
+    def complete(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Completion:
+        return self._provider.complete(messages, tools)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+
+@final
+class _TakenRun:
+    """The store as the loop sees it while a worker drives a run it was handed: the run
+    already exists (``begin`` names it) and the claim was the take."""
+
+    def __init__(self, store: PostgresStore, taken: Taken) -> None:
+        self._store = store
+        self._taken = taken
+
+    def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
+        return self._taken.run_id
+
+    def record_step(self, run_id: str, step: RunStep) -> bool:
+        return self._store.record_step(run_id, step)
+
+    def settle(self, run_id: str, status: str, **kwargs: Any) -> None:
+        self._store.settle(run_id, status, **kwargs)
+
+    def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+        self._store.suspend(run_id, state)
+
+    def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
+        return self._taken.state if run_id == self._taken.run_id else None
+
+    def claim_suspended(
+        self, run_id: str, *, digest: str | None = None, claimant: str | None = None
+    ) -> Mapping[str, Any]:
+        return self._taken.state
+
+    def resume_refusal(self, run_id: str) -> Exception:
+        return self._store.resume_refusal(run_id)
+
+
+ProviderFactory = Callable[[SuspendedRunState], Provider]
+
+
+@final
+class RunExecutor:
+    """Executes the runs a worker is handed, with ``host`` and a provider made per run by
+    ``provider_for(state)`` (its zone is this worker's). ``name`` is recorded as who took
+    each run; ``privacy`` is this worker's level (the stricter of it and the run's applies)."""
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        host: ToolHost,
+        provider_for: ProviderFactory,
+        *,
+        name: str,
+        zone: TrustZone,
+        privacy: str | None = None,
+        max_iterations: int = 5,
+        tool_timeout: float | None = None,
+    ) -> None:
+        self.store = store
+        self.host = host
+        self.provider_for = provider_for
+        self.name = name
+        self.zone = zone
+        self.privacy = privacy
+        self.max_iterations = max_iterations
+        self.tool_timeout = tool_timeout
+
+    def execute(self, run_id: str) -> str:
+        """Take ``run_id`` and drive it until it ends or waits again; return what happened
+        (``completed``, ``awaiting_approval``, ``failed`` …, or ``skipped`` when the run was
+        not one to execute). Never raises for a run's own failure: it is settled failed."""
+        taken = self.store.take(
+            run_id, worker=self.name, zone=self.zone.value, privacy=self.privacy
+        )
+        if taken is None:
+            logger.info("worker: run %s is not queued; nothing to do", run_id)
+            return "skipped"
+        try:
+            return self._drive(taken)
+        except Exception as exc:
+            log_exception(logger, "worker: run %s failed", run_id, exc=exc)
+            try:
+                self.store.settle_failed(run_id, termination_reason="worker_error")
+            except Exception as again:
+                log_exception(logger, "worker: could not settle run %s", run_id, exc=again)
+            return "failed"
+
+    def _drive(self, taken: Taken) -> str:
+        state = SuspendedRunState.from_dict(taken.state)
+        state.verify()
+        provider = self.provider_for(state)
+        zoned = _Zoned(provider, stricter_zone(taken.trust_zone, zone_of(provider)))
+        loop = ToolLoop(
+            zoned,
+            self.host,
+            persister=_TakenRun(self.store, taken),
+            max_iterations=self.max_iterations,
+            tool_timeout=self.tool_timeout,
+        )
+        try:
+            if not state.pending:  # a run queued to start
+                result = loop.run(list(state.messages), allowed=state.allowed)
+            elif taken.decisions is None:
+                raise RuntimeError("a run with pending calls was handed over without decisions")
+            elif taken.applying is not None:
+                # A worker before this one began the approved calls and was lost: they are not
+                # run again; the model is told, and the run goes on.
+                answers = [ChatMessage.tool_result(c.id, LOST) for c in state.pending]
+                result = loop.run([*state.messages, *answers], allowed=state.allowed)
+            else:
+                if not self.store.mark_applying(taken.run_id, worker=self.name):
+                    return "skipped"
+                result = loop.resume(
+                    state, approved=taken.decisions, digest=state.digest, claimant=self.name
+                )
+        finally:
+            close = getattr(provider, "close", None)
+            if callable(close):
+                close()
+        return result.termination_reason.value

@@ -1,0 +1,550 @@
+"""The audit store on a PostgreSQL server shared by many machines (SQLAlchemy Core, psycopg 3).
+
+:class:`PostgresStore` keeps every rule of the SQLite store
+(:class:`~nr_llm_core.audit.AgentRunPersister`): the same privacy filter and encoder, one
+transaction per step, ``record_step`` never raises, gap-free step numbers, final statuses that
+never change, a claim that hands a waiting run to one resumer. Where the two differ:
+
+- **Ordering.** A step's number comes from ``UPDATE runs SET last_seq = last_seq + 1 …
+  RETURNING last_seq``: the run row's lock (the one ``SELECT … FOR UPDATE`` takes) orders the
+  writers of one run, on any machine, and the number is handed out in the same statement.
+  Writers of different runs never wait for each other.
+- **Claims** take ``SELECT … FOR UPDATE`` on the run row, check, and change it in one
+  transaction: of two resumers (threads, processes, machines) one gets the run.
+- **States** are rows of ``states`` (workers elsewhere cannot read a local file), signed with
+  an HMAC under the host secret (:mod:`nr_llm_core._signing`; never stored in the database),
+  checked on every read: a state or a decision edited in the database is refused.
+- **Errors** never carry SQL parameters (step payloads) or the URL's password: the engine hides
+  parameters, and every error is reworded with the exception's type and a masked URL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final, final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from nr_llm_core._audit_records import (
+    MAX_CANDIDATES,
+    MIN_RUN_ID_PREFIX,
+    AuditStoreError,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    UnknownRunError,
+    chosen_run,
+    refuse_artifacts,
+    run_record,
+)
+from nr_llm_core._audit_schema import now, tokens
+from nr_llm_core.encoding import decode_json, encode_json_str
+from nr_llm_core.privacy import (
+    PrivacyLevel,
+    RunStepPrivacyFilter,
+    effective_level,
+    resolve_privacy_level,
+)
+from nr_llm_core.stores import _pg_states as _st
+from nr_llm_core.stores._tables import events, runs, states
+from nr_llm_core.stores._url import masked
+from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
+
+__all__ = ["PostgresStore"]
+
+logger = logging.getLogger("nr_llm.audit")
+
+_OPEN: Final = (RunStatus.RUNNING.value, RunStatus.SUSPENDED.value)
+_MIN_PREFIX: Final = MIN_RUN_ID_PREFIX  # the same rule as the SQLite store's
+_MAX_CANDIDATES: Final = MAX_CANDIDATES
+
+_BUMP: Final = (
+    sa.update(runs)
+    .where(runs.c.id == sa.bindparam("rid"), runs.c.status.in_(_OPEN))
+    .values(
+        last_seq=runs.c.last_seq + 1,
+        tokens_in=runs.c.tokens_in + sa.bindparam("tin"),
+        tokens_out=runs.c.tokens_out + sa.bindparam("tout"),
+    )
+    .returning(runs.c.last_seq, runs.c.status)
+)
+_INSERT_STEP: Final = sa.insert(events)
+
+
+@final
+class PostgresStore:
+    """Records runs and their steps on the PostgreSQL server at ``url``
+    (``postgresql+psycopg://user:password@host:port/database``).
+
+    ``privacy`` and ``known_tools`` as for :class:`~nr_llm_core.audit.AgentRunPersister`. The
+    schema is created or checked on open (under an advisory lock, so two workers starting
+    together migrate once). A store holds a small connection pool and can be shared by
+    threads; a forked child opens its own connections. Use it as a context manager, or call
+    :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        privacy: PrivacyLevel | str | None = None,
+        known_tools: Collection[str] | None = None,
+        pool_size: int = 5,
+    ) -> None:
+        #: The store's URL as it may be shown (password masked).
+        self.label = masked(url)
+        self._url = url
+        self.ceiling = None if privacy is None else resolve_privacy_level(privacy)
+        self.privacy = effective_level(self.ceiling)
+        self._filters = {
+            level: RunStepPrivacyFilter(level, known_tools=known_tools) for level in PrivacyLevel
+        }
+        self._levels: dict[str, PrivacyLevel] = {}
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+        self._closed = False
+        self._engine = _st.engine(url, self.label, pool_size=pool_size)
+        try:
+            _st.migrate(self._engine)
+        except AuditStoreError:
+            self._engine.dispose()
+            raise
+        except Exception as exc:
+            self._engine.dispose()
+            raise _st.reworded(exc, self.label) from None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.label!r}, privacy={self.privacy.value!r})"
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pool's connections; the store is unusable afterwards."""
+        self._closed = True
+        self._engine.dispose()
+
+    def url(self) -> str:
+        """The URL the store was opened with, password included: for opening another
+        connection to the same server (the queue). Never log or show it: :attr:`label`."""
+        return self._url
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (this process's own: a forked child gets fresh connections)."""
+        if self._closed:
+            raise AuditStoreError("the audit store is closed")
+        if os.getpid() != self._pid:
+            with self._fork_lock:
+                if os.getpid() != self._pid:
+                    self._engine.dispose(close=False)  # the parent's connections stay its own
+                    self._pid = os.getpid()
+        return self._engine
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One transaction; database errors become :class:`AuditStoreError`."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except sa.exc.SQLAlchemyError as exc:
+            raise _st.reworded(exc, self.label) from None
+
+    def _read(self, query: sa.Executable, params: Mapping[str, Any] | None = None) -> list[Any]:
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(query, params or {}).all())
+        except sa.exc.SQLAlchemyError as exc:
+            raise _st.reworded(exc, self.label) from None
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def begin(
+        self,
+        run_id: str | None = None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        privacy: PrivacyLevel | str | None = None,
+    ) -> str:
+        """Start a run (``running``) and return its id; as
+        :meth:`AgentRunPersister.begin <nr_llm_core.audit.AgentRunPersister.begin>`."""
+        return self._insert_run(run_id, RunStatus.RUNNING, meta, privacy, state=None)
+
+    def _insert_run(
+        self,
+        run_id: str | None,
+        status: RunStatus,
+        meta: Mapping[str, Any] | None,
+        privacy: PrivacyLevel | str | None,
+        *,
+        state: Mapping[str, Any] | None,
+    ) -> str:
+        run_id = run_id or uuid.uuid4().hex
+        asked = None if meta is None else meta.get("privacy")
+        level = self.level_for(privacy, asked)
+        try:
+            meta_json = None if meta is None else encode_json_str(dict(meta))
+        except Exception as exc:
+            raise AuditStoreError(f"run meta is not JSON: {type(exc).__name__}") from None
+        row = {
+            "id": run_id,
+            "status": status.value,
+            "started_at": now(),
+            "privacy_level": level.value,
+            "meta": meta_json,
+        }
+        try:
+            with self._write() as conn:
+                conn.execute(sa.insert(runs), row)
+                if state is not None:
+                    _st.put_state(conn, run_id, state)
+        except AuditStoreError as exc:
+            raise AuditStoreError(f"could not begin run {run_id!r}: {exc}") from None
+        self._levels[run_id] = level
+        return run_id
+
+    def level_for(self, *requested: PrivacyLevel | str | None) -> PrivacyLevel:
+        """The strictest of ``requested``, this store's level and the environment's."""
+        return effective_level(self.ceiling, *requested)
+
+    def _level(self, run_id: str) -> PrivacyLevel | None:
+        level = self._levels.get(run_id)
+        if level is None:
+            rows = self._read(sa.select(runs.c.privacy_level).where(runs.c.id == run_id))
+            if not rows:
+                return None
+            level = self._levels[run_id] = resolve_privacy_level(rows[0][0])
+        return level
+
+    def record_step(self, run_id: str, step: RunStep) -> bool:
+        """Filter, encode and store ``step``; return whether it was stored. Never raises.
+
+        As :meth:`AgentRunPersister.record_step
+        <nr_llm_core.audit.AgentRunPersister.record_step>`: ``False`` for an unknown or
+        settled run or a step that cannot be filtered, encoded or written (logged with the
+        exception type only); an ``approval`` step claims a suspended run that nobody claimed.
+        """
+        try:
+            level = self._level(run_id)
+            if level is None:
+                logger.warning("audit: step for unknown run %r not recorded", run_id)
+                return False
+            record = self._filters[level].filter(step.to_dict())
+            payload = encode_json_str(record)
+            tin, tout = tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
+            with self.engine.begin() as conn:
+                bumped = conn.execute(_BUMP, {"rid": run_id, "tin": tin, "tout": tout}).first()
+                if bumped is not None:
+                    conn.execute(
+                        _INSERT_STEP,
+                        {
+                            "run_id": run_id,
+                            "seq": bumped[0],
+                            "kind": record.get("kind", "other"),
+                            "round": record.get("round"),
+                            "duration_ms": record.get("duration_ms"),
+                            "recorded_at": now(),
+                            "payload": payload,
+                        },
+                    )
+                    if step.kind is StepKind.APPROVAL and bumped[1] == RunStatus.SUSPENDED:
+                        # The decision is recorded: the run is running again, its state gone.
+                        _st.end_suspension(conn, run_id, _st.claimant_text(None))
+            if bumped is None:
+                logger.warning("audit: run %r is settled; step not recorded", run_id)
+            return bumped is not None
+        except Exception as exc:
+            logger.warning(
+                "audit: could not record a step for run %r (%s)", run_id, type(exc).__name__
+            )
+            return False
+
+    def listener(self, run_id: str | None = None) -> StepListener:
+        """A :meth:`RunTrace.add_listener` callback recording each step."""
+
+        def record(trace: RunTrace, step: RunStep) -> None:
+            self.record_step(run_id or trace.run_id, step)
+
+        return record
+
+    def attach(self, trace: RunTrace, *, meta: Mapping[str, Any] | None = None) -> str:
+        """Begin a run with ``trace.run_id`` and record every step the trace records from now."""
+        run_id = self.begin(trace.run_id, meta=meta)
+        trace.add_listener(self.listener(run_id))
+        return run_id
+
+    def settle(
+        self,
+        run_id: str,
+        status: RunStatus | str,
+        *,
+        termination_reason: str | None = None,
+        iterations: int | None = None,
+        truncated: bool | None = None,
+        usage: Mapping[str, int] | None = None,
+    ) -> None:
+        """Give a run its final ``status`` and delete any saved state; as
+        :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`."""
+        final_status = RunStatus(status)
+        if not final_status.final:
+            raise AuditStoreError(f"{final_status.value!r} is not a final status")
+        level = self._level(run_id)
+        if level is None:
+            raise UnknownRunError(f"no run {run_id!r}")
+        values: dict[str, Any] = {
+            "status": final_status.value,
+            "ended_at": now(),
+            "termination_reason": self._filters[level].filter_reason(termination_reason),
+        }
+        if iterations is not None:
+            values["iterations"] = int(iterations)
+        if truncated is not None:
+            values["truncated"] = bool(truncated)
+        if usage is not None:
+            values["tokens_in"], values["tokens_out"] = tokens(usage)
+        with self._write() as conn:
+            _st.require_open(conn, run_id)
+            conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
+            conn.execute(sa.delete(states).where(states.c.run_id == run_id))
+        self._levels.pop(run_id, None)
+
+    def settle_completed(self, run_id: str, **kwargs: Any) -> None:
+        """:meth:`settle` with ``completed``."""
+        self.settle(run_id, RunStatus.COMPLETED, **kwargs)
+
+    def settle_failed(self, run_id: str, **kwargs: Any) -> None:
+        """:meth:`settle` with ``failed``."""
+        self.settle(run_id, RunStatus.FAILED, **kwargs)
+
+    def settle_cancelled(self, run_id: str, **kwargs: Any) -> None:
+        """:meth:`settle` with ``cancelled``."""
+        self.settle(run_id, RunStatus.CANCELLED, **kwargs)
+
+    # -- suspension ----------------------------------------------------------------------------
+
+    def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+        """Store the state a suspended run resumes from and set it ``suspended``.
+
+        Refused as by the SQLite store (artifacts, non-JSON). The state is a row of its own,
+        signed with the host secret, which a shared store requires
+        (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends."""
+        refuse_artifacts(state)
+        with self._write() as conn:
+            _st.require_open(conn, run_id)
+            _st.put_state(conn, run_id, state)
+            conn.execute(
+                sa.update(runs)
+                .where(runs.c.id == run_id)
+                .values(status=RunStatus.SUSPENDED.value, taken_by=None)
+            )
+
+    def load_suspended(self, run_id: str) -> dict[str, Any] | None:
+        """The state of a suspended run, or ``None`` when it is not waiting.
+
+        :class:`~nr_llm_core.audit.SuspendedStateError` when the run waits but its state row
+        is missing or does not match its signature."""
+        with self._write() as conn:
+            found = _st.read_state(conn, run_id, RunStatus.SUSPENDED, lock=False)
+        return None if found is None else found.state
+
+    def claim_suspended(
+        self, run_id: str, *, digest: str | None = None, claimant: str | None = None
+    ) -> dict[str, Any]:
+        """Take a suspended run for resuming, once; as :meth:`AgentRunPersister.claim_suspended
+        <nr_llm_core.audit.AgentRunPersister.claim_suspended>`, under the run row's lock."""
+        who = _st.claimant_text(claimant)
+        with self._write() as conn:
+            found = _st.waiting(conn, run_id, digest)
+            _st.end_suspension(conn, run_id, who)
+        return found.state
+
+    def resume_refusal(self, run_id: str) -> Exception:
+        """Why ``run_id`` cannot be claimed now (who resumed or discarded it, and when)."""
+        from nr_llm_core._audit_records import resume_refusal
+
+        return resume_refusal(run_id, self.get_run(run_id))
+
+    def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:
+        """Claim a suspended run without reading its state."""
+        with self._write() as conn:
+            if _st.require_open(conn, run_id) != RunStatus.SUSPENDED:
+                raise AuditStoreError(f"run {run_id!r} is not suspended")
+            _st.end_suspension(conn, run_id, _st.claimant_text(claimant))
+
+    def discard(self, run_id: str, *, claimant: str | None = None) -> None:
+        """Give up a waiting run: ``cancelled`` (reason ``discarded``), state deleted; a run
+        whose state row is lost or altered can still be discarded."""
+        with self._write() as conn:
+            _st.discard(conn, run_id, _st.claimant_text(claimant))
+        self._levels.pop(run_id, None)
+
+    # -- reading and retention -----------------------------------------------------------------
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The most recently started runs first."""
+        query = _st.RUN_SELECT.order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(
+            max(0, int(limit))
+        )
+        return [run_record(tuple(row)) for row in self._read(query)]
+
+    def resolve_run_id(self, given: str) -> str:
+        """The id of the run ``given`` names: its whole id, or a prefix of at least four
+        characters that exactly one run's id starts with (case-sensitive, no wildcard;
+        compared in byte order whatever the database's collation). :class:`UnknownRunError`
+        when none matches, :class:`AmbiguousRunIdError` naming up to five when several do."""
+        shown = given[:80]
+        if self._read(sa.select(runs.c.id).where(runs.c.id == given)):
+            return given
+        if len(given) < _MIN_PREFIX:
+            raise UnknownRunError(
+                f"no such run {shown!r} (a prefix needs at least {_MIN_PREFIX} characters)"
+            )
+        key = runs.c.id.collate("C")
+        rows = self._read(
+            sa.select(runs.c.id)
+            .where(key >= given, key < given + "\U0010ffff")
+            .order_by(key)
+            .limit(_MAX_CANDIDATES + 1)
+        )
+        matches = [str(r[0]) for r in rows if str(r[0]).startswith(given)]
+        return chosen_run(given, matches)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run, or ``None``."""
+        rows = self._read(_st.RUN_SELECT.where(runs.c.id == run_id))
+        return run_record(tuple(rows[0])) if rows else None
+
+    def steps_of(
+        self, run_ids: Collection[str], *, kind: str, first: bool = False
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The stored ``kind`` steps of each of ``run_ids``, decoded, in sequence order, in
+        one query (see :meth:`~nr_llm_core.audit.AgentRunPersister.steps_of`)."""
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        query = sa.select(events.c.run_id, events.c.payload).where(
+            events.c.kind == kind, events.c.run_id.in_(ids)
+        )
+        if first:
+            query = query.where(events.c.seq == 1)
+        found: dict[str, list[dict[str, Any]]] = {}
+        for run_id, payload in self._read(query.order_by(events.c.run_id, events.c.seq)):
+            found.setdefault(str(run_id), []).append(decode_json(payload))
+        return found
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        """A run's stored steps in sequence order, exactly as stored."""
+        query = (
+            sa.select(
+                events.c.seq,
+                events.c.kind,
+                events.c.round,
+                events.c.duration_ms,
+                events.c.recorded_at,
+                events.c.payload,
+            )
+            .where(events.c.run_id == run_id)
+            .order_by(events.c.seq)
+        )
+        return [
+            StepRecord(
+                seq=r[0],
+                kind=r[1],
+                round=r[2],
+                duration_ms=r[3],
+                recorded_at=r[4],
+                payload=r[5],
+                step=decode_json(r[5]),
+            )
+            for r in self._read(query)
+        ]
+
+    def purge(self, older_than_days: float) -> int:
+        """Delete every run started more than ``older_than_days`` ago, with its steps and
+        state. Returns the number of runs deleted. The rows are gone for every reader at
+        once; their bytes stay in the server's files until VACUUM reuses the space, and in
+        its WAL and backups (ADR 0024)."""
+        if older_than_days < 0:
+            raise AuditStoreError("older_than_days must be >= 0")
+        cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(days=older_than_days)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ"
+        )
+        old = sa.select(runs.c.id).where(runs.c.started_at < cutoff).scalar_subquery()
+        with self._write() as conn:
+            conn.execute(sa.delete(events).where(events.c.run_id.in_(old)))
+            conn.execute(sa.delete(states).where(states.c.run_id.in_(old)))
+            deleted = conn.execute(sa.delete(runs).where(runs.c.started_at < cutoff)).rowcount
+        self._levels.clear()
+        return int(deleted)
+
+    # -- runs that workers execute (nr_llm_core.stores.queue) ----------------------------------
+
+    def enqueue(
+        self,
+        state: Mapping[str, Any],
+        *,
+        meta: Mapping[str, Any] | None = None,
+        privacy: PrivacyLevel | str | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """Record a run that a worker will start (status ``queued``) with its start state
+        (a :class:`~nr_llm_core.approval.SuspendedRunState` with nothing pending), signed;
+        return its id. The queue carries only the id."""
+        refuse_artifacts(state)
+        return self._insert_run(
+            run_id or state.get("run_id"), RunStatus.QUEUED, meta, privacy, state=state
+        )
+
+    def approve_queued(
+        self,
+        run_id: str,
+        *,
+        digest: str,
+        decisions: Mapping[str, bool],
+        claimant: str | None = None,
+    ) -> None:
+        """Claim a suspended run for a worker: the decisions are stored with its state
+        (signed), the approver recorded as the claimant, and the run ``queued`` again. Refused
+        like :meth:`claim_suspended` (:class:`~nr_llm_core.errors.AlreadyClaimedError` for the
+        second approver)."""
+        who = _st.claimant_text(claimant)
+        with self._write() as conn:
+            found = _st.waiting(conn, run_id, digest)
+            _st.put_state(conn, run_id, found.state, decisions=dict(decisions))
+            at = now()
+            conn.execute(
+                sa.update(runs)
+                .where(runs.c.id == run_id)
+                .values(status=RunStatus.QUEUED.value, claimed_by=who, claimed_at=at)
+            )
+
+    def mark_applying(self, run_id: str, *, worker: str) -> bool:
+        """Record, committed, that ``worker`` begins running the approved calls of the run it
+        was handed (a worker that takes the run after this one is lost will not run them
+        again); ``False`` when the run was taken away meanwhile."""
+        with self._write() as conn:
+            return _st.mark_applying(conn, run_id, worker)
+
+    def take(
+        self, run_id: str, *, worker: str, zone: str, privacy: PrivacyLevel | str | None = None
+    ) -> _st.Taken | None:
+        """Hand a queued run to ``worker`` (status ``running``), or hand it again to the
+        worker the engine retries it on after the first one was lost (the run still
+        ``running``, its state kept). ``None`` when the run is not one to execute (settled,
+        waiting for a human, unknown). The run's trust zone and privacy level become the
+        stricter of what they were and this worker's (``zone``, ``privacy``)."""
+        with self._write() as conn:
+            taken = _st.take(conn, run_id, worker, zone, (self.ceiling, privacy))
+        if taken is not None:
+            self._levels[run_id] = resolve_privacy_level(taken.privacy_level)
+        return taken
