@@ -80,6 +80,7 @@ import difflib
 import math
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -522,13 +523,21 @@ def _choose_file(
     if env.get(CONFIG_ENV_VAR, "").strip():
         return config_file_path(env), Source("env", CONFIG_ENV_VAR)
     default = user_config_path()
-    # The user's file is optional; one named by the flag or the variable must exist.
-    return (default, _DEFAULT) if default.is_file() else (None, None)
+    # The user's file is optional; one named by the flag or the variable must exist. Anything
+    # there (a FIFO, a directory) is read, and so refused, rather than silently not a file.
+    return (default, _DEFAULT) if default.exists() else (None, None)
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
+    # O_NONBLOCK: a FIFO put there must not hang the command (it is refused below). A symbolic
+    # link is followed (dotfile managers link config files): the file it names is checked.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(file, "rb") as fh:
+        fd = os.open(file, flags)
+        with os.fdopen(fd, "rb") as fh:
+            if _is_dev_null(os.fstat(fh.fileno())):
+                return {}  # NR_LLM_CONFIG=/dev/null: read no file
+            _check_trusted(file, os.fstat(fh.fileno()))
             data = fh.read(_MAX_FILE_BYTES + 1)
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
@@ -542,6 +551,40 @@ def _read_toml(file: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message says what and where (line, column), never the file's bytes.
         raise ConfigurationError(f"{file}: not valid TOML: {exc}") from None
+
+
+def _is_dev_null(info: os.stat_result) -> bool:
+    if not stat.S_ISCHR(info.st_mode):
+        return False
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
+
+
+def _check_trusted(file: Path, info: os.stat_result) -> None:
+    """Refuse a file that others could have written, as ssh refuses such a config file.
+
+    The file says where the stored API key is sent (a provider's ``base_url``), which zone a
+    server counts as, and which tools run in-process: whoever can write it can take the key.
+    So it must be a regular file (a FIFO would hang the command), owned by the user (or root)
+    and writable by no one else. Not on Windows (the file inherits its directory's ACL)."""
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigurationError(f"{file} is not a regular file: name the configuration file")
+    if os.name != "posix":
+        return
+    if info.st_uid not in (os.geteuid(), 0):
+        raise ConfigurationError(
+            f"{file} belongs to another user, who could change where your API keys are sent: "
+            "nr-llm reads only a configuration file of yours (or root's)"
+        )
+    if info.st_mode & 0o022:
+        mode = stat.S_IMODE(info.st_mode)
+        raise ConfigurationError(
+            f"{file} can be changed by other users (permissions {mode:04o}), who could change "
+            f"where your API keys are sent: run `chmod go-w {file}`"
+        )
 
 
 def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:

@@ -45,9 +45,10 @@ class AuditStore(ClaimingRecorder, Protocol):
 
     The rules every store keeps: each step is one transaction; ``record_step`` never raises;
     a run's steps are numbered 1, 2, 3 … without gaps whoever writes them; a final status
-    never changes; a suspended run is claimed once (:meth:`claim_suspended`); its state is
-    kept verbatim while it waits and deleted when the wait ends; the stricter privacy level
-    wins and is stored with the run.
+    never changes; a suspended run is claimed once
+    (:meth:`~nr_llm_core.run_result.ClaimingRecorder.claim_suspended`); its state is kept
+    verbatim while it waits and deleted when the wait ends; the stricter privacy level wins
+    and is stored with the run.
     """
 
     #: The level the store was opened with (``None``: none named).

@@ -36,7 +36,7 @@ def is_postgres_url(target: object) -> bool:
 def store_kind(target: str) -> StoreKind:
     """``postgresql`` for a PostgreSQL URL, ``sqlite`` for a path or a ``sqlite:///`` URL.
 
-    Any other ``scheme://`` is a :class:`ValueError` (naming the scheme, never the URL)."""
+    Any other ``scheme://`` is a ``ValueError`` (naming the scheme, never the URL)."""
     scheme = _scheme(target)
     if scheme is None or target.startswith(_SQLITE_PREFIX):
         return "sqlite"

@@ -400,8 +400,10 @@ class PostgresStore:
     def resolve_run_id(self, given: str) -> str:
         """The id of the run ``given`` names: its whole id, or a prefix of at least four
         characters that exactly one run's id starts with (case-sensitive, no wildcard;
-        compared in byte order whatever the database's collation). :class:`UnknownRunError`
-        when none matches, :class:`AmbiguousRunIdError` naming up to five when several do."""
+        compared in byte order whatever the database's collation).
+        :class:`~nr_llm_core._audit_records.UnknownRunError` when none matches,
+        :class:`~nr_llm_core._audit_records.AmbiguousRunIdError` naming up to five when several
+        do."""
         shown = given[:80]
         if self._read(sa.select(runs.c.id).where(runs.c.id == given)):
             return given

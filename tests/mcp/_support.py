@@ -337,6 +337,7 @@ class RecordingProxy:
         self.target = port
         self.tls = tls
         self.handshake_failures = 0
+        self._failed = threading.Condition()
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
@@ -356,6 +357,13 @@ class RecordingProxy:
         with self._lock:
             return b"".join(self._received)
 
+    def refused_handshakes(self, timeout: float = 30.0) -> int:
+        """The failed handshakes once at least one is counted (or ``timeout`` passed): the
+        client gives up on a certificate before this side's handshake has read its alert."""
+        with self._failed:
+            self._failed.wait_for(lambda: self.handshake_failures >= 1, timeout=timeout)
+            return self.handshake_failures
+
     def _accept(self) -> None:
         while not self._stopped:
             try:
@@ -366,7 +374,9 @@ class RecordingProxy:
                 try:
                     client = self.tls.wrap_socket(client, server_side=True)
                 except (OSError, ssl.SSLError):
-                    self.handshake_failures += 1
+                    with self._failed:
+                        self.handshake_failures += 1
+                        self._failed.notify_all()
                     client.close()
                     continue
             upstream = socket.create_connection(("127.0.0.1", self.target))

@@ -270,7 +270,7 @@ def test_an_https_server_is_trusted_by_certifi_and_the_named_bundle_only(
         with http_server(serve_env(site), *allowed, port=port):
             untrusted = host_of(table)  # type: ignore[operator]
             assert untrusted.names() == []
-            assert proxy.handshake_failures >= 1
+            assert proxy.refused_handshakes() >= 1
             trusted = host_of(table + f'ca_bundle = "{pki.internal_file}"\n')  # type: ignore[operator]
             assert trusted.load_errors == ()
             assert trusted.invoke("tls__test_simple_text", {}).content.startswith("This is")
