@@ -339,6 +339,37 @@ _BULK_TYPES: Final = _SCALAR_TYPES | _CONTAINER_TYPES
 #: a number is the length of what the encoder writes for it, and a NaN or an infinity is what
 #: it refuses.
 _NUMBERS: Final = json.JSONEncoder(allow_nan=False, check_circular=False, separators=(",", ":"))
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _not_measured(value: object) -> Any:
+    raise TypeError  # pragma: no cover (only exact numbers, bools and None are measured)
+
+
+if _c_make_encoder is not None:
+    # The same C encoder, called without JSONEncoder.encode's per-call set-up (a level reads
+    # a few columns of numbers each; no containers: nothing to guard against recursion).
+    _measure = _c_make_encoder(
+        None,
+        _not_measured,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        False,
+        False,
+        False,
+    )
+
+    def _written(numbers: Sequence[Any]) -> int:
+        """How many characters the encoder writes for the list ``numbers``."""
+        return sum(map(len, _measure(numbers, 0)))
+
+else:  # pragma: no cover (CPython without its C accelerator)
+
+    def _written(numbers: Sequence[Any]) -> int:
+        """How many characters the encoder writes for the list ``numbers``."""
+        return len(_NUMBERS.encode(numbers))
 
 
 def _copy_level(level: _Level, budget: int, texts: list[str]) -> tuple[_Level, int]:
@@ -350,9 +381,14 @@ def _copy_level(level: _Level, budget: int, texts: list[str]) -> tuple[_Level, i
     nested = _Level()
     rest = _Copies(odd=copies.odd)
     lists = copies.lists
-    if _is_table(lists, list(map(len, lists))):
-        # Rows of one length: read column by column, each column usually of one type.
-        for index, column in enumerate(zip(*lists, strict=True)):
+    lengths = list(map(len, lists))
+    if _is_table(lists, lengths):
+        # Rows of one length: read column by column (slices of their items, in C), each
+        # column usually of one type.
+        width = lengths[0]
+        items = list(chain.from_iterable(lists))
+        for index in range(width):
+            column = items[index::width]
             budget = _read_values(column, _column(lists, index), nested, budget, texts)
     else:
         rest.lists = lists
@@ -361,8 +397,9 @@ def _copy_level(level: _Level, budget: int, texts: list[str]) -> tuple[_Level, i
     width = lengths[0] if dicts else 0
     if _is_table(dicts, lengths) and copies.keys == copies.keys[:width] * len(dicts):
         # Records with the same keys in the same order: read key by key.
-        columns = zip(*map(dict.values, dicts), strict=True)
-        for key, column in zip(copies.keys[:width], columns, strict=True):
+        items = list(chain.from_iterable(map(dict.values, dicts)))
+        for index, key in enumerate(copies.keys[:width]):
+            column = items[index::width]
             budget = _read_values(column, _column(dicts, key), nested, budget, texts)
     else:
         rest.dicts, rest.keys = dicts, copies.keys
@@ -596,7 +633,7 @@ def _charge_scalars(
         if min(ints) < INT_MIN or max(ints) > INT_MAX:  # before any is written out
             raise _UNENCODABLE
     try:
-        written = len(_NUMBERS.encode(others))
+        written = _written(others)
     except ValueError:  # a NaN or an infinity
         raise _UNENCODABLE from None
     # What the values add, less the byte each has charged: the brackets, the commas, and one
