@@ -84,7 +84,12 @@ def record_throughput(total: int, level: PrivacyLevel) -> dict[int, float]:
             stores = [AgentRunPersister(path, privacy=level) for _ in range(count)]
             runs = [store.begin() for store in stores]
 
-            def work(index: int, per: int = total // count) -> None:
+            def work(
+                index: int,
+                per: int = total // count,
+                stores: list[AgentRunPersister] = stores,
+                runs: list[str] = runs,
+            ) -> None:
                 record = stores[index].record_step
                 run = runs[index]
                 for i in range(per):
