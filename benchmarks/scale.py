@@ -37,8 +37,9 @@ from nr_llm_core.audit import AgentRunPersister  # noqa: E402
 from nr_llm_core.privacy import PrivacyLevel  # noqa: E402
 
 
-def _threads(count: int, work: Callable[[int], None]) -> float:
-    """Wall seconds for ``count`` threads to each run ``work(index)``, started together."""
+def _threads(count: int, work: Callable[[int], None]) -> tuple[float, float]:
+    """Wall seconds and process CPU seconds for ``count`` threads to each run
+    ``work(index)``, started together."""
     gate = threading.Barrier(count + 1)
 
     def body(index: int) -> None:
@@ -49,47 +50,65 @@ def _threads(count: int, work: Callable[[int], None]) -> float:
     for t in threads:
         t.start()
     gate.wait()
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for t in threads:
         t.join()
-    return time.perf_counter() - started
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def invoke_throughput(total: int) -> dict[int, float]:
-    """Calls per second of ``invoke()`` (the plugin-class tool of the invoke row), ``total``
-    calls shared by 1, 2 and 8 threads."""
+#: Each thread count is measured this many times, in turn; the best figure counts (a shared
+#: machine only ever makes a figure worse).
+REPEATS = 3
+
+
+def _best_rates(
+    total: int, counts: tuple[int, ...], measure: Callable[[int], tuple[float, float]]
+) -> dict[str, dict[int, int]]:
+    """Per thread count: operations per wall second and per CPU second (all threads), the best
+    of :data:`REPEATS` turns."""
+    wall: dict[int, float] = dict.fromkeys(counts, 0.0)
+    cpu: dict[int, float] = dict.fromkeys(counts, 0.0)
+    for _ in range(REPEATS):
+        for count in counts:
+            w, c = measure(count)
+            wall[count] = max(wall[count], total / w)
+            cpu[count] = max(cpu[count], total / max(c, 1e-9))
+    return {
+        "per_s": {k: round(v) for k, v in wall.items()},
+        "per_cpu_s": {k: round(v) for k, v in cpu.items()},
+    }
+
+
+def invoke_throughput(total: int) -> dict[str, dict[int, int]]:
+    """``invoke()`` of the plugin-class tool of the invoke row, ``total`` calls shared by 1, 2
+    and 8 threads."""
     host = ToolHost()
     host.register(Square())
     args = {"n": 7}
-    out = {}
-    for count in (1, 2, 8):
 
+    def measure(count: int) -> tuple[float, float]:
         def work(_: int, per: int = total // count) -> None:
             invoke = host.invoke
             for _ in range(per):
                 invoke("square", args)
 
-        out[count] = total / _threads(count, work)
-    return out
+        return _threads(count, work)
+
+    return _best_rates(total, (1, 2, 8), measure)
 
 
-def record_throughput(total: int, level: PrivacyLevel) -> dict[int, float]:
-    """Steps per second of ``record_step``, ``total`` steps shared by 1, 4 and 16 threads, each
-    with its own persister and run on one WAL file."""
+def record_throughput(total: int, level: PrivacyLevel) -> dict[str, dict[int, int]]:
+    """``record_step``, ``total`` steps shared by 1, 4 and 16 threads, each with its own
+    persister and run on one WAL file."""
     steps = tool_steps(64)
-    out = {}
-    for count in (1, 4, 16):
+
+    def measure(count: int) -> tuple[float, float]:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "audit.db"
             stores = [AgentRunPersister(path, privacy=level) for _ in range(count)]
             runs = [store.begin() for store in stores]
 
-            def work(
-                index: int,
-                per: int = total // count,
-                stores: list[AgentRunPersister] = stores,
-                runs: list[str] = runs,
-            ) -> None:
+            def work(index: int, per: int = total // count) -> None:
                 record = stores[index].record_step
                 run = runs[index]
                 for i in range(per):
@@ -97,11 +116,12 @@ def record_throughput(total: int, level: PrivacyLevel) -> dict[int, float]:
                         raise SystemExit("record_step failed")
 
             try:
-                out[count] = total / _threads(count, work)
+                return _threads(count, work)
             finally:
                 for store in stores:
                     store.close()
-    return out
+
+    return _best_rates(total, (1, 4, 16), measure)
 
 
 def memory_per_step(count: int, level: PrivacyLevel) -> dict[str, float]:
@@ -196,6 +216,7 @@ def memory_per_suspended_run(runs: int, rounds: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: does it run")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
     n = 1 if args.quick else 10
     figures: dict[str, Any] = {
@@ -209,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in figures.items():
         shown = {k: round(v) if isinstance(v, float) else v for k, v in value.items()}
         print(f"{name:<34} {shown}")
+    if args.json:
+        print(json.dumps(figures))
     return 0
 
 
