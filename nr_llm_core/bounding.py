@@ -253,7 +253,211 @@ _SHORT_ESCAPES: Final = (b"\b", b"\t", b"\n", b"\f", b"\r")
 
 
 def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any, int]:
-    """Copy ``root`` (a container at nesting level ``depth``) into plain JSON values.
+    """Copy ``root`` (at nesting level ``depth``) into plain JSON values, iteratively.
+
+    Returns the copy and what is left of the byte budget; the text of its strings and keys goes
+    to ``texts``. Raises ``_Refused``.
+    """
+    holder: list[Any] = []
+    keep = texts.append
+    # A frame is (items still to copy, the container they go into, its level, is it a dict).
+    stack: list[_Frame] = [(iter((root,)), holder, depth - 1, False)]
+    while stack:
+        items, into, level, is_dict = stack[-1]
+        for item in items:
+            if is_dict:
+                raw_key, value = item
+                key = read_str(raw_key)
+                if key is None:
+                    raise _UNENCODABLE
+                budget -= len(key)
+                if budget < 0:
+                    raise _TOO_LARGE
+                key = coerce_utf8(key)
+                if key in into:
+                    raise _UNENCODABLE
+                keep(key)
+            else:
+                value = item
+            t = type(value)
+            child: _Frame | None = None
+            if t is str:
+                budget -= len(value) + 1
+                if budget < 0:
+                    raise _TOO_LARGE
+                copied: Any = coerce_utf8(value)
+                keep(copied)
+            elif t is int:
+                if not INT_MIN <= value <= INT_MAX:
+                    raise _UNENCODABLE
+                copied = value
+                budget -= len(int.__repr__(value)) - 1
+            elif t is float:
+                if not math.isfinite(value):
+                    raise _UNENCODABLE
+                copied = value
+                budget -= len(float.__repr__(value)) - 1
+            elif t is bool or value is None:
+                budget -= 4 if value is False else 3  # false, true, null
+                copied = value
+            elif t is list:
+                if level >= MAX_ARTIFACT_DEPTH:
+                    raise _UNENCODABLE
+                if 2 * len(value) > budget:  # refuse before copying anything
+                    raise _TOO_LARGE
+                inner = level + 1
+                copied, budget, rest = _copy_sequence(list(value), inner, budget, texts)
+                if rest is not None:
+                    child = (rest, copied, inner, False)
+            elif t is dict:
+                if level >= MAX_ARTIFACT_DEPTH:
+                    raise _UNENCODABLE
+                budget -= _dict_charge(len(value))
+                if budget < 0:
+                    raise _TOO_LARGE
+                copied = {}
+                child = (iter(list(value.items())), copied, level + 1, True)
+            else:
+                copied, budget, child = _walk_other(value, t, level, budget, texts)
+            if budget < 0:
+                raise _TOO_LARGE
+            if is_dict:
+                into[key] = copied
+            else:
+                into.append(copied)
+            if child is not None:
+                stack.append(child)
+                break
+        else:
+            stack.pop()
+    return holder[0], budget
+
+
+_Frame = tuple[Iterator[Any], Any, int, bool]
+
+
+def _dict_charge(n: int) -> int:
+    """What a dict of ``n`` entries adds up front: `"":0,` per entry, or `}` when empty."""
+    return 5 * n if n else 1
+
+
+def _copy_sequence(
+    items: list[Any], level: int, budget: int, texts: list[str]
+) -> tuple[list[Any], int, Iterator[Any] | None]:
+    """Copy a list (already a shallow copy) at ``level``: flat lists of strings and lists of
+    string lists (table rows) in one go, anything else by the walk.
+
+    Returns the copy, the budget left, and the items still to walk (``None`` when done).
+    """
+    budget -= 2 * len(items) if items else 1  # `0,` per item, or `]` when empty
+    if budget < 0:
+        raise _TOO_LARGE
+    kinds = set(map(type, items))  # pragma: no mutate (without it, the walk does the same)
+    if kinds == {str}:
+        strings, budget = _copy_strings(items, budget, texts)
+        return strings, budget, None
+    if kinds == {list} and level < MAX_ARTIFACT_DEPTH:
+        lengths = list(map(len, items))
+        cells_total = sum(lengths)
+        rows_charge = 2 * cells_total + lengths.count(0)  # as _copy_sequence charges each row
+        budget -= rows_charge
+        if budget < 0:
+            raise _TOO_LARGE
+        rows = list(map(list.copy, items))
+        cells: list[Any] = reduce(operator.iadd, rows, [])
+        if list(map(type, cells)).count(str) == len(cells):  # pragma: no mutate (as above)
+            strings, budget = _copy_strings(cells, budget, texts)
+            if strings is not cells:  # some cell needed coercion: rebuild the rows
+                it = iter(strings)
+                rows = [[next(it) for _ in row] for row in rows]
+            return rows, budget, None
+        budget += rows_charge  # the walk charges the rows itself
+    if len(items) >= _LONG_LIST:
+        # A long list of anything else (rows of numbers, records …): read by levels, where
+        # the Python work is per level and per column rather than per value. The walk by
+        # levels charges the list itself again.
+        budget += 2 * len(items)
+        copied, budget = _walk_levels(items, level, budget, texts)
+        return copied, budget, None
+    return [], budget, iter(items)
+
+
+#: The shortest list that is read by levels: below it, the fixed cost of a level (a few
+#: microseconds) is more than what reading the values together saves.
+_LONG_LIST: Final = 32
+
+
+def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list[str], int]:
+    """Copy a list of exact strings: each adds its quote, comma and characters (charged before
+    anything is joined); their joined text goes to ``texts``."""
+    budget -= sum(map(len, items)) + len(items)
+    if budget < 0:
+        raise _TOO_LARGE
+    joined = "".join(items)  # pragma: no mutate (as in _text_excess)
+    if not joined.isascii():
+        try:
+            joined.encode()
+        except UnicodeEncodeError:
+            items = [coerce_utf8(s) for s in items]
+            joined = "".join(items)  # pragma: no mutate (as in _text_excess)
+    texts.append(joined)
+    return items, budget
+
+
+def _walk_other(
+    value: Any, t: type, level: int, budget: int, texts: list[str]
+) -> tuple[Any, int, _Frame | None]:
+    """Read a tuple (as a list), or a subclass of a JSON type through its base type's slots;
+    refuse everything else.
+
+    Enums, and every type that is not a subclass of ``str``, ``int``, ``float``, ``dict``,
+    ``list`` or ``tuple`` (bytes, sets, datetimes, dataclasses …), are refused. Charges what
+    the walk charges for the base type.
+    """
+    if issubclass(t, enum.Enum):
+        raise _UNENCODABLE
+    if issubclass(t, str):
+        text = str.__str__(value)
+        budget -= len(text) + 1
+        if budget < 0:
+            raise _TOO_LARGE
+        text = coerce_utf8(text)
+        texts.append(text)
+        return text, budget, None
+    if issubclass(t, int):
+        number = int.__index__(value)
+        if not INT_MIN <= number <= INT_MAX:
+            raise _UNENCODABLE
+        return number, budget - len(int.__repr__(number)) + 1, None
+    if issubclass(t, float):
+        real = float.__float__(value)
+        if not math.isfinite(real):
+            raise _UNENCODABLE
+        return real, budget - len(float.__repr__(real)) + 1, None
+    if not issubclass(t, (dict, list, tuple)) or level >= MAX_ARTIFACT_DEPTH:
+        raise _UNENCODABLE
+    if issubclass(t, dict):
+        budget -= _dict_charge(dict.__len__(value))
+        if budget < 0:
+            raise _TOO_LARGE
+        mapping: dict[str, Any] = {}
+        pairs: list[tuple[Any, Any]] = list(dict.items(value))
+        return mapping, budget, (iter(pairs), mapping, level + 1, True)
+    base: Any = list if issubclass(t, list) else tuple
+    if 2 * base.__len__(value) > budget:
+        raise _TOO_LARGE
+    items = list(base.__iter__(value))
+    inner = level + 1
+    copied, budget, rest = _copy_sequence(items, inner, budget, texts)
+    return copied, budget, None if rest is None else (rest, copied, inner, False)
+
+
+# -- the walk by levels, for long lists ---------------------------------------------------------
+
+
+def _walk_levels(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any, int]:
+    """Copy ``root`` (a container at nesting level ``depth``) into plain JSON values, as
+    :func:`_walk` does.
 
     Returns the copy and what is left of the byte budget; the text of its strings and keys goes
     to ``texts``. Raises ``_Refused``. The walk goes level by level: every container of a level
@@ -445,7 +649,9 @@ def _read_values(
 ) -> int:
     """Charge and check the exact scalars among ``values`` (each held by its parent copy at its
     key, as ``owners`` tells); every other value goes to ``nested``, the next level."""
-    kinds = set(map(type, values))
+    types = list(map(type, values))
+    # One type (a column of a table, usually): counted, faster than a set of them all.
+    kinds = {types[0]} if types and types.count(types[0]) == len(types) else set(types)
     if kinds <= _SCALAR_TYPES:
         return _charge_scalars(values, kinds, owners, budget, texts)
     parents, keys = owners()
@@ -454,7 +660,6 @@ def _read_values(
         nested.parents += parents
         nested.keys += keys
         return budget
-    types = list(map(type, values))
     nested_mask = list(map(operator.not_, map(_SCALAR_TYPES.__contains__, types)))
     nested.nodes += compress(values, nested_mask)
     nested.parents += compress(parents, nested_mask)
@@ -490,8 +695,11 @@ def _copy_containers(level: _Level, copies: _Copies, budget: int, texts: list[st
     else:
         budget = _odd_nodes(level, copies, dicts, budget)
     if lists:
-        budget = _charge_lists(lists, budget)
+        # Refused before anything is copied; charged on the copies (another thread could
+        # change a list in between: what is charged is what was copied).
+        _charge_lists(lists, budget)
         copies.lists = list(map(list.copy, lists))
+        budget = _charge_lists(copies.lists, budget)
     if dicts:
         budget = _plain_dicts(dicts, copies, budget, texts)
     for copy, pairs in zip(copies.odd, copies.pairs, strict=True):
@@ -537,9 +745,14 @@ def _charge_lists(lists: list[list[Any]], budget: int) -> int:
     return budget
 
 
-def _dict_charge(n: int) -> int:
-    """What a dict of ``n`` entries adds up front: `"":0,` per entry, or `}` when empty."""
-    return 5 * n if n else 1
+def _charge_dicts(dicts: list[dict[Any, Any]], budget: int) -> int:
+    """Charge dicts: `"":0,` per entry, or `}` when empty (their keys' text is charged on its
+    own)."""
+    lengths = list(map(len, dicts))
+    budget -= 5 * sum(lengths) + lengths.count(0)
+    if budget < 0:
+        raise _TOO_LARGE
+    return budget
 
 
 def _plain_dicts(
@@ -548,11 +761,10 @@ def _plain_dicts(
     """Charge exact dicts and their keys, and copy them. When their keys are all exact strings
     and valid UTF-8 (none can then collide with another once coerced), the dicts are copied
     whole; otherwise they are read entry by entry, as ``odd`` dicts."""
-    lengths = list(map(len, dicts))
-    budget -= 5 * sum(lengths) + lengths.count(0)
-    if budget < 0:
-        raise _TOO_LARGE
-    keys = list(chain.from_iterable(dicts))
+    _charge_dicts(dicts, budget)  # refused before anything is copied
+    copied = list(map(dict.copy, dicts))
+    budget = _charge_dicts(copied, budget)  # charged on the copies, as lists are
+    keys = list(chain.from_iterable(copied))
     if set(map(type, keys)) <= {str}:
         chars = sum(map(len, keys))
         if budget < chars:
@@ -560,11 +772,11 @@ def _plain_dicts(
         joined = "".join(keys)  # pragma: no mutate (as in _text_excess)
         if joined.isascii() or _valid_utf8(joined):
             texts.append(joined)
-            copies.dicts = list(map(dict.copy, dicts))
+            copies.dicts = copied
             copies.keys = keys
             return budget - chars
     at = copies.dict_at
-    for node, parent, key in zip(dicts, at.parents, at.keys, strict=True):
+    for node, parent, key in zip(copied, at.parents, at.keys, strict=True):
         copies.odd.append({})
         copies.pairs.append(list(node.items()))
         copies.odd_at.add(node, parent, key)

@@ -287,8 +287,9 @@ def test_the_walk_counts_exactly_the_bytes_the_encoder_writes(
     assert size == len(encode_json([a.to_dict() for a in canonical]))
 
 
-# Rows of one length, and records with the same keys, are read column by column once there
-# are 16 of them (bounding._MIN_ROWS); fewer go value by value. Both must copy and count alike.
+# A list of 32 items or more that is not all strings (bounding._LONG_LIST) is read by levels,
+# rows of one length and records with the same keys column by column; a shorter one goes value
+# by value. Both walks must copy and count alike.
 cells = st.one_of(
     measured_leaves,
     st.lists(measured_leaves, max_size=2),
@@ -297,14 +298,14 @@ cells = st.one_of(
 )
 tables = st.integers(1, 4).flatmap(
     lambda width: st.lists(
-        st.lists(cells, min_size=width, max_size=width), min_size=16, max_size=24
+        st.lists(cells, min_size=width, max_size=width), min_size=32, max_size=40
     )
 )
 records = st.lists(st.sampled_from(["a", "é", '"', "\ud83d"]), min_size=1, max_size=3).flatmap(
     lambda names: st.lists(
         st.tuples(*[cells for _ in names]).map(lambda row: dict(zip(names, row, strict=True))),
-        min_size=16,
-        max_size=24,
+        min_size=32,
+        max_size=40,
     )
 )
 
@@ -312,7 +313,7 @@ records = st.lists(st.sampled_from(["a", "é", '"', "\ud83d"]), min_size=1, max_
 @settings(max_examples=max(300, settings.default.max_examples))
 @given(st.one_of(tables, records))
 def test_rows_read_by_column_are_copied_and_counted_as_one_by_one(rows: list[Any]) -> None:
-    # The whole table goes by columns; each row alone (one container: too few) value by value.
+    # The whole table goes by levels and columns; each row alone (a short list) value by value.
     # The copies must be the same, and the count the encoder's, byte for byte.
     from nr_llm_core.bounding import _canonical_artifacts, _Refused
 
