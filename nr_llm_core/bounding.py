@@ -356,7 +356,9 @@ def _copy_sequence(
     if kinds == {str}:
         strings, budget = _copy_strings(items, budget, texts)
         return strings, budget, None
-    if kinds == {list} and level < MAX_ARTIFACT_DEPTH:
+    # Rows of strings (a table), unless the first row already says otherwise: then a long list
+    # goes by levels without first copying every row to look at its cells.
+    if kinds == {list} and level < MAX_ARTIFACT_DEPTH and set(map(type, items[0])) <= {str}:
         lengths = list(map(len, items))
         cells_total = sum(lengths)
         rows_charge = 2 * cells_total + lengths.count(0)  # as _copy_sequence charges each row
