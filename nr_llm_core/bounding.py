@@ -894,14 +894,16 @@ def _read_others(nested: _Level, budget: int, texts: list[str]) -> tuple[_Level,
         elif issubclass(t, enum.Enum):
             raise _UNENCODABLE
         elif issubclass(t, str):
-            text = str.__str__(value)
-            budget -= len(text) + 1
-            if budget < 0:
+            size = str.__len__(value)
+            budget -= size + 1
+            if budget < 0:  # before anything is copied (as _walk_other)
                 raise _TOO_LARGE
-            text = coerce_utf8(text)
+            text = coerce_utf8(str.__getitem__(value, slice(0, size)))
             texts.append(text)
             parent[key] = text
         elif issubclass(t, int):
+            if int.bit_length(value) > 64:  # refused before a huge one is copied
+                raise _UNENCODABLE
             number = int.__index__(value)
             if not INT_MIN <= number <= INT_MAX:
                 raise _UNENCODABLE
