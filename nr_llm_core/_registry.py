@@ -1,42 +1,41 @@
-"""How a tool plugin becomes a loaded tool: hookimpl checks, the spec, the compiled schema.
+"""How a tool plugin becomes a loaded tool: its spec, its compiled schema, a load error's reason.
 
-Plain functions over a pluggy ``PluginManager``; :class:`~nr_llm_core.host.ToolHost` calls them
-when it registers a plugin, and the isolation worker calls them in its own process.
+Plain functions over the hookimpls :mod:`nr_llm_core._hookimpls` found and checked;
+:class:`~nr_llm_core.host.ToolHost` calls them when it registers a plugin, and the isolation
+worker calls them in its own process.
 """
 
 from __future__ import annotations
 
-import inspect
 import types
 from collections.abc import Callable
+from importlib.machinery import ModuleSpec
 from typing import Any, Final, Protocol
 
 import attrs
-import pluggy
 
+from nr_llm_core._hookimpls import Hookimpl
+from nr_llm_core._inert import is_users_interrupt, known_type_phrase, own_item
 from nr_llm_core._schema import ArgumentCheck, compile_arguments
 from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.failures import Problem, short
 from nr_llm_core.hooks import ToolContext
-from nr_llm_core.results import ToolSpec
+from nr_llm_core.results import DataClass, ToolSpec
 
 __all__ = [
-    "HOOK_NAMES",
     "MAX_REASON_CHARS",
     "OutOfProcess",
     "Tool",
     "build_tool",
-    "check_hookimpls",
     "compile_schema",
     "dist_name",
     "import_failure",
-    "plain_message",
     "short",
 ]
 
-HOOK_NAMES: Final = frozenset({"tool_spec", "execute"})
-_REFUSED_OPTS: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast")
 MAX_REASON_CHARS: Final = 300
+_MODULE_DICT: Final = vars(types.ModuleType)["__dict__"]
+_SPEC_DICT: Final = ModuleSpec.__dict__["__dict__"]
 
 
 class OutOfProcess(Protocol):
@@ -83,51 +82,27 @@ class Tool:
         return len(self.argnames) > 1
 
 
-def check_hookimpls(pm: pluggy.PluginManager, plugin: object) -> dict[str, str]:
-    """Map hook name -> attribute name, refusing every hookimpl a tool may not declare."""
-    found: dict[str, str] = {}
-    for attr in dir(plugin):
-        opts = pm.parse_hookimpl_opts(plugin, attr)
-        if opts is None:
-            continue
-        hook = opts.get("specname") or attr
-        if hook not in HOOK_NAMES:
-            raise ToolLoadError(f"unknown hook {hook!r} (a tool implements tool_spec and execute)")
-        for flag in _REFUSED_OPTS:
-            if opts.get(flag):
-                raise ToolLoadError(f"hookimpl {attr!r} declares {flag}, which tools may not use")
-        if hook in found:
-            raise ToolLoadError(f"more than one {hook} implementation ({found[hook]!r}, {attr!r})")
-        found[hook] = attr
-    for hook in sorted(HOOK_NAMES - found.keys()):
-        raise ToolLoadError(f"no {hook} hookimpl")
-    return found
-
-
 def build_tool(
-    pm: pluggy.PluginManager,
-    plugin: object,
-    impls: dict[str, str],
+    impls: dict[str, Hookimpl],
     entry_point: str | None,
     distribution: str | None,
 ) -> Tool:
-    by_hook = {
-        hook: next(i for i in getattr(pm.hook, hook).get_hookimpls() if i.plugin is plugin)
-        for hook in impls
-    }
-    execute = by_hook["execute"]
+    """The loaded tool from a plugin's checked hookimpls: ``tool_spec()`` is called here, once,
+    and its spec checked and compiled."""
+    execute = impls["execute"]
     if "arguments" not in execute.argnames:
         raise ToolLoadError("execute must take an 'arguments' parameter")
-    if inspect.iscoroutinefunction(execute.function):
+    if execute.coroutine:
         raise ToolLoadError("execute must be a plain function, not a coroutine function")
     try:
-        spec = by_hook["tool_spec"].function()
-    except KeyboardInterrupt:
-        raise
+        spec = impls["tool_spec"].call()
     except BaseException as exc:
-        raise ToolLoadError(f"tool_spec() raised {type(exc).__name__}") from None
+        if is_users_interrupt(exc):
+            raise
+        raise ToolLoadError(f"tool_spec() raised {known_type_phrase(type(exc))}") from None
     if type(spec) is not ToolSpec:
-        raise ToolLoadError(f"tool_spec() returned {type(spec).__name__}, not a ToolSpec")
+        raise ToolLoadError(f"tool_spec() returned {known_type_phrase(type(spec))}, not a ToolSpec")
+    spec = _exact_spec(spec)
     if entry_point is not None and spec.name != entry_point:
         raise ToolLoadError(
             f"entry point name {entry_point!r} differs from tool_spec().name {spec.name!r}"
@@ -135,12 +110,48 @@ def build_tool(
     check, explain = compile_schema(spec)
     return Tool(
         spec=spec,
-        execute=execute.function,
-        argnames=tuple(execute.argnames),
+        execute=execute.call,
+        argnames=execute.argnames,
         check=check,
         explain=explain,
         distribution=distribution,
     )
+
+
+def _exact_text(value: object) -> str | None:
+    # A str subclass (a StrEnum member, say) read through str: an exact copy.
+    return str.__getitem__(value, slice(None)) if issubclass(type(value), str) else None  # type: ignore[index]
+
+
+def _exact_spec(spec: ToolSpec) -> ToolSpec:
+    """``spec`` rebuilt from exact values. Its strings may be ``str`` subclasses (a
+    ``StrEnum`` member as the name; a hostile class whose ``__eq__`` or ``__hash__`` would run
+    each time the host looks a name up), and a spec made around its constructor can hold
+    anything; what does not fit is refused."""
+    name, description = _exact_text(spec.name), _exact_text(spec.description)
+    group = None if spec.group is None else _exact_text(spec.group)
+    if (
+        name is None
+        or description is None
+        or (spec.group is not None and group is None)
+        or type(spec.parameters) is not dict
+        or type(spec.enabled_by_default) is not bool
+        or type(spec.requires_approval) is not bool
+        or not (spec.data_class is None or type(spec.data_class) is DataClass)
+    ):
+        raise ToolLoadError("tool_spec() returned a ToolSpec whose fields are not of their types")
+    try:
+        return ToolSpec(
+            name,
+            description,
+            spec.parameters,
+            group=group,
+            enabled_by_default=spec.enabled_by_default,
+            data_class=spec.data_class,
+            requires_approval=spec.requires_approval,
+        )
+    except (TypeError, ValueError):  # a name or parameters its constructor refuses
+        raise ToolLoadError("tool_spec() returned a ToolSpec its constructor refuses") from None
 
 
 def dist_name(ep: Any) -> str | None:
@@ -149,32 +160,35 @@ def dist_name(ep: Any) -> str | None:
     return None if dist is None else str(dist.name)
 
 
-def plain_message(exc: BaseException) -> bool:
-    return len(exc.args) == 1 and type(exc.args[0]) is str
-
-
 def import_failure(exc: BaseException) -> str:
-    """A load error's reason: the exception type, and what the import system recorded in the
-    exception's fields (the missing module, or the module and attribute an entry point names).
+    """A load error's reason: the kind of exception, and what the import system recorded in
+    the exception's fields (the missing module, or the module and attribute an entry point
+    names).
 
     Never the exception's message: a plugin can raise ``ImportError("...")`` with any text (a
     key it failed to use, megabytes of output), and the reason reaches ``load_errors``,
-    ``nr-llm doctor`` and a WARNING log line. The fields are names, and they are bounded.
+    ``nr-llm doctor`` and a WARNING log line. Nor the name of a class the plugin defined (text
+    it chose, read through code it can define): the kind is a builtin or nr-llm exception
+    type, or ``a subclass of`` one (see :func:`~nr_llm_core._inert.known_type_phrase`). The
+    fields are read only from the exact builtin types, whose fields are slots, and are
+    bounded.
     """
-    reason = f"could not be imported: {type(exc).__name__}"
-    name = getattr(exc, "name", None)
-    if type(name) is not str or not name:
-        return reason
-    if type(exc) is ModuleNotFoundError:
-        return f"{reason}: No module named {short(name, MAX_REASON_CHARS)!r}"
-    if type(exc) is ImportError:
+    kind = type(exc)
+    reason = f"could not be imported: {known_type_phrase(kind)}"
+    if kind is ModuleNotFoundError or kind is ImportError:
+        name = exc.name  # type: ignore[attr-defined]  # a slot of the exact type
+        if type(name) is not str or not name:
+            return reason
+        if kind is ModuleNotFoundError:
+            return f"{reason}: No module named {short(name, MAX_REASON_CHARS)!r}"
         return f"{reason}: cannot import from {short(name, MAX_REASON_CHARS)!r}"
-    module = getattr(exc, "obj", None)
-    if type(exc) is AttributeError and isinstance(module, types.ModuleType):
-        try:  # the spec the import system gave the module (a plugin's module may be odd)
-            where = module.__spec__.name  # type: ignore[union-attr]
-        except Exception:
-            where = None
+    if kind is AttributeError:
+        name, module = exc.name, exc.obj  # type: ignore[attr-defined]  # slots, as above
+        if type(name) is not str or not name or type(module) is not types.ModuleType:
+            return reason
+        # The spec the import system gave the module, read from the module's own dict.
+        spec = own_item(_MODULE_DICT.__get__(module), "__spec__")
+        where = own_item(_SPEC_DICT.__get__(spec), "name") if type(spec) is ModuleSpec else None
         if type(where) is str:
             return (
                 f"{reason}: module {short(where, MAX_REASON_CHARS)!r} "

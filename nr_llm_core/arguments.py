@@ -27,9 +27,9 @@ from cattrs.errors import (
     ClassValidationError,
     ForbiddenExtraKeysError,
     IterableValidationError,
-    IterableValidationNote,
 )
 
+from nr_llm_core._inert import exception_dict, own_item
 from nr_llm_core._schema import json_type
 from nr_llm_core.failures import Phrase, Problem, expected
 
@@ -251,10 +251,22 @@ def _enum_factory(tp: Any, _: cattrs.Converter) -> Callable[[object, Any], Any]:
     return structure
 
 
+class _AtItem(Exception):
+    """An item's structuring failure and the index or key it happened at.
+
+    The host's own record of the path: the failure itself (which may be an argument type's
+    own exception) is neither read nor written to note it.
+    """
+
+    def __init__(self, error: Exception, segment: int | str) -> None:
+        super().__init__("invalid item")
+        self.error = error
+        self.segment = segment
+
+
 def _noted(exc: Exception, index: int | str, tp: Any) -> Exception:
-    note = IterableValidationNote(f"Structuring @ {index!r}", index, tp)
-    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
-    return exc
+    """``exc`` with the item's index or key noted beside it (``tp`` is the item type)."""
+    return _AtItem(exc, index)
 
 
 def _list_factory(tp: Any, conv: cattrs.Converter) -> Callable[[object, Any], Any]:
@@ -348,22 +360,29 @@ def strict_converter() -> cattrs.Converter:
 
 # -- structuring errors in host words ---------------------------------------------------------
 
-# The C-level reader of an exception's instance dict (where notes live): a plugin exception
-# class cannot intercept it with a property or ``__getattr__``.
-_EXCEPTION_DICT: Final = BaseException.__dict__["__dict__"]
-_GROUPS: Final = (ClassValidationError, IterableValidationError)
+#: Exceptions looked at, at most, in one structuring failure: a validator can raise cattrs'
+#: own group holding one group twice, nested (a tree of 2**60 leaves, if walked as one).
+MAX_STRUCTURING_ERRORS: Final = 10_000
+_NOTE_DICT: Final = AttributeValidationNote.__dict__["__dict__"]
+
+
+def _note_name(note: object) -> object:
+    """The ``name`` cattrs stored on its own note (an exact ``AttributeValidationNote``),
+    read from the note's instance dict."""
+    return own_item(_NOTE_DICT.__get__(note), "name")
 
 
 def _noted_segment(exc: BaseException) -> tuple[str | int, ...] | None:
-    """The path segment cattrs (or this module) noted on ``exc``, if any."""
-    notes = _EXCEPTION_DICT.__get__(exc).get("__notes__")
+    """The path segment cattrs noted on ``exc``, if any (read from its instance dict without
+    running code: ``exc`` may be an argument type's own exception)."""
+    notes = own_item(exception_dict(exc), "__notes__")
     if type(notes) is not list:
         return None
     for note in reversed(notes):
-        if type(note) is AttributeValidationNote and type(note.name) is str:
-            return (note.name,)
-        if type(note) is IterableValidationNote and type(note.index) in (int, str):
-            return (note.index,)
+        if type(note) is AttributeValidationNote:
+            name = _note_name(note)
+            if type(name) is str:
+                return (name,)
     return None
 
 
@@ -378,16 +397,23 @@ def structuring_problems(exc: BaseException) -> tuple[tuple[Problem, ...], BaseE
     problems: list[Problem] = []
     foreign: BaseException | None = None
     stack: list[tuple[BaseException, tuple[str | int, ...]]] = [(exc, ())]
-    while stack:
+    seen = 0
+    while stack and seen < MAX_STRUCTURING_ERRORS:
         error, path = stack.pop()
+        seen += 1
         kind = type(error)
-        if kind in _GROUPS:
+        # `is`, never `in` a tuple of types: `in` compares with ==, which a metaclass defines.
+        if kind is ClassValidationError or kind is IterableValidationError:
             for child in reversed(error.exceptions):  # type: ignore[attr-defined]
                 stack.append((child, path + (_noted_segment(child) or ())))
+        elif kind is _AtItem:
+            stack.append((error.error, (*path, error.segment)))  # type: ignore[attr-defined]
         elif kind is ArgumentMismatch:
-            problems.append((error.phrase, path))  # type: ignore[attr-defined]
+            # Host and cattrs exceptions too are read from their instance dicts: a validator
+            # can raise one built with a hostile dict.
+            problems.append((own_item(exception_dict(error), "phrase"), path))  # type: ignore[arg-type]
         elif kind is ForbiddenExtraKeysError:
-            extra = error.extra_fields  # type: ignore[attr-defined]
+            extra = own_item(exception_dict(error), "extra_fields")
             keys = sorted(k for k in extra if type(k) is str) if type(extra) is set else []
             problems.extend((Phrase.UNEXPECTED.value, (*path, key)) for key in keys)
         elif kind is KeyError and _noted_segment(error) is not None:

@@ -100,17 +100,24 @@ def coerce_utf8(text: str) -> str:
     return text
 
 
-def read_str(value: object) -> str | None:
-    """The real characters of a ``str`` (or a ``str`` subclass, read through ``str`` itself).
+def read_str(value: object, limit: int | None = None) -> str | None:
+    """The real characters of a ``str`` (or a ``str`` subclass, read through ``str`` itself),
+    the first ``limit`` of them when a limit is given.
 
-    Returns ``None`` for anything else, enums included. No method of ``value`` runs.
+    Returns ``None`` for anything else, enums included. No method of ``value`` runs, and of a
+    subclass at most ``limit`` characters are ever copied (``str.__str__`` of a subclass
+    would copy it whole: a gigabyte before any size check).
     """
     if type(value) is str:
-        return value
+        return value if limit is None or len(value) <= limit else value[:limit]
     t = type(value)
-    if issubclass(t, str) and not issubclass(t, enum.Enum):
-        return str.__str__(value)
-    return None
+    if not issubclass(t, str) or issubclass(t, enum.Enum):
+        return None
+    size = str.__len__(value)  # type: ignore[arg-type]
+    if limit is not None and size > limit:
+        size = limit
+    # An exact str, of a whole subclass too (CPython copies it rather than return the object).
+    return str.__getitem__(value, slice(0, size))  # type: ignore[index]
 
 
 def bound_content(content: str) -> str:
@@ -169,7 +176,8 @@ def bound_result(value: object) -> ToolResult | None:
     if type(fields) is not tuple or len(fields) != 3:
         return None
     raw_content, is_error, artifacts = fields
-    content = read_str(raw_content)
+    # One character more than the cap tells bound_content that the content is over it.
+    content = read_str(raw_content, MAX_CONTENT_BYTES + 1)
     if content is None:
         return None
     if type(is_error) is not bool or type(artifacts) is not tuple:
@@ -209,7 +217,7 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[tuple[Artifac
         kind = artifact.type
         if type(kind) is not ArtifactType:
             raise _UNENCODABLE
-        label = read_str(artifact.label)
+        label = read_str(artifact.label, MAX_ARTIFACT_BYTES + 1)  # more cannot fit either
         if label is None:
             raise _UNENCODABLE
         # the data's first byte is charged here, as a container's items are
@@ -267,7 +275,7 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
         for item in items:
             if is_dict:
                 raw_key, value = item
-                key = read_str(raw_key)
+                key = read_str(raw_key, MAX_ARTIFACT_BYTES + 1)
                 if key is None:
                     raise _UNENCODABLE
                 budget -= len(key)
@@ -419,14 +427,16 @@ def _walk_other(
     if issubclass(t, enum.Enum):
         raise _UNENCODABLE
     if issubclass(t, str):
-        text = str.__str__(value)
-        budget -= len(text) + 1
-        if budget < 0:
+        size = str.__len__(value)
+        budget -= size + 1
+        if budget < 0:  # before anything is copied
             raise _TOO_LARGE
-        text = coerce_utf8(text)
+        text = coerce_utf8(str.__getitem__(value, slice(0, size)))
         texts.append(text)
         return text, budget, None
     if issubclass(t, int):
+        if int.bit_length(value) > 64:  # refused before a huge one is copied
+            raise _UNENCODABLE
         number = int.__index__(value)
         if not INT_MIN <= number <= INT_MAX:
             raise _UNENCODABLE

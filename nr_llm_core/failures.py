@@ -20,11 +20,20 @@ from __future__ import annotations
 import enum
 import json
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
 import attrs
 
+from nr_llm_core._inert import (
+    ABSENT,
+    exception_args,
+    exception_dict,
+    know_host_types,
+    own_item,
+    qualified_name,
+)
 from nr_llm_core.bounding import coerce_utf8
 from nr_llm_core.errors import NrLlmError
 from nr_llm_core.results import ToolResult
@@ -43,6 +52,7 @@ __all__ = [
     "expected",
     "host_phrase",
     "invalid_arguments",
+    "own_field",
     "read_exception",
     "render_path",
     "render_problems",
@@ -63,8 +73,13 @@ _MAX_KEY_CHARS: Final = 40
 
 
 def short(text: str, limit: int) -> str:
-    """``text`` (an exact ``str``) as valid UTF-8, cut to ``limit`` characters with ``…``."""
-    text = coerce_utf8(text)
+    """``text`` (an exact ``str``) as valid UTF-8, cut to ``limit`` characters with ``…``.
+
+    Only the first ``2 * limit + 1`` code units are ever coerced (a message can be a
+    gigabyte): coercion joins at most two code units into one character, so they hold more
+    than ``limit`` characters exactly when the whole text does.
+    """
+    text = coerce_utf8(text[: 2 * limit + 1])
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -106,26 +121,9 @@ class ToolFailure:
 
 # -- reading a plugin's exception without running its code -----------------------------------
 
-# The C-level getters of ``type`` and ``BaseException``: a plugin class can override
-# ``__qualname__``, ``__module__`` or ``args`` with properties (or a metaclass), and these
-# read the real values without calling any of them.
-_QUALNAME: Final = type.__dict__["__qualname__"]
-_CLASS_DICT: Final = type.__dict__["__dict__"]
-_ARGS: Final = BaseException.__dict__["args"]
-
-
-def _type_name(cls: type) -> str:
-    name = _QUALNAME.__get__(cls)
-    module = _CLASS_DICT.__get__(cls).get("__module__")
-    if type(name) is not str:  # pragma: no cover - CPython keeps it a str
-        name = "?"
-    if type(module) is str and module != "builtins":
-        name = f"{module}.{name}"
-    return short(name, _MAX_TYPE_CHARS)
-
 
 def _message(exc: BaseException) -> str | None:
-    args = _ARGS.__get__(exc)
+    args = exception_args(exc)
     if type(args) is tuple and len(args) == 1 and type(args[0]) is str:
         return short(args[0], MAX_DETAIL_CHARS)
     return None
@@ -133,8 +131,17 @@ def _message(exc: BaseException) -> str | None:
 
 def read_exception(exc: BaseException) -> tuple[str, str | None]:
     """A plugin exception's qualified type name and its message (when that is one plain
-    ``str``), both bounded; no method of ``exc`` or of its class runs."""
-    return _type_name(type(exc)), _message(exc)
+    ``str``), both bounded; no method of ``exc``, of its class or of its metaclass runs (see
+    :mod:`nr_llm_core._inert`)."""
+    return qualified_name(type(exc)), _message(exc)
+
+
+def own_field(exc: BaseException, name: str) -> object:
+    """A field a host exception (``InvalidArguments``, ``ToolFailed``) keeps in its instance
+    dict, read without running code: a plugin can raise one of them with a hostile dict.
+    ``None`` when it is not there."""
+    value = own_item(exception_dict(exc), name)
+    return None if value is ABSENT else value
 
 
 def _bounded_str(value: object, limit: int) -> str | None:
@@ -157,8 +164,8 @@ def exception_failure(kind: FailureKind, exc: BaseException) -> ToolFailure:
     if type(exc) is ToolFailed:
         return ToolFailure(
             kind=kind,
-            exception_type=_bounded_str(exc.exception_type, _MAX_TYPE_CHARS),
-            message=_bounded_str(exc.message, MAX_DETAIL_CHARS),
+            exception_type=_bounded_str(own_field(exc, "exception_type"), _MAX_TYPE_CHARS),
+            message=_bounded_str(own_field(exc, "message"), MAX_DETAIL_CHARS),
         )
     exception_type, message = read_exception(exc)
     return ToolFailure(kind=kind, exception_type=exception_type, message=message)
@@ -340,3 +347,7 @@ def invalid_arguments(
         message=_bounded_str(message, MAX_DETAIL_CHARS),
     )
     return ToolResult.error(text), failure
+
+
+# What a plugin raises of ours (InvalidArguments, ToolFailed) is named in host words.
+know_host_types(sys.modules[__name__])

@@ -9,7 +9,6 @@ result. Bounding (``nr_llm_core.bounding``) runs after the tool returned, in pla
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
@@ -20,27 +19,25 @@ from typing import TYPE_CHECKING, Any, Final, Literal, final
 import attrs
 import pluggy
 
-from nr_llm_core._dispatch import call_tool, call_with_timeout, log_failure
+from nr_llm_core._dispatch import dispatch
+from nr_llm_core._hookimpls import CheckedPlugin, find_hookimpls
+from nr_llm_core._inert import is_users_interrupt
 from nr_llm_core._registry import (
-    MAX_REASON_CHARS,
     OutOfProcess,
     Tool,
     build_tool,
-    check_hookimpls,
     compile_schema,
     dist_name,
     import_failure,
     short,
 )
-from nr_llm_core.bounding import bound_result, read_str
-from nr_llm_core.errors import TimedOut, ToolLoadError
+from nr_llm_core.bounding import read_str
+from nr_llm_core.errors import ToolLoadError
 from nr_llm_core.failures import (
     FailureKind,
-    InvalidArguments,
     Phrase,
     ToolFailure,
     error_result,
-    exception_failure,
     invalid_arguments,
 )
 from nr_llm_core.hooks import PROJECT_NAME, ToolContext, ToolHookSpec
@@ -95,7 +92,7 @@ def _env_names(var: str) -> frozenset[str]:
 
 
 def _display_name(name: object) -> str:
-    text = read_str(name)
+    text = read_str(name, _MAX_NAME_CHARS + 1)
     return "?" if text is None else short(text, _MAX_NAME_CHARS)
 
 
@@ -250,10 +247,11 @@ class ToolHost:
             try:
                 try:
                     obj = ep.load()
-                    plugin = obj() if inspect.isclass(obj) else obj
-                except KeyboardInterrupt:
-                    raise
+                    # issubclass(type(...)), not inspect.isclass: no __class__ of obj is read.
+                    plugin = obj() if issubclass(type(obj), type) else obj
                 except BaseException as exc:
+                    if is_users_interrupt(exc):
+                        raise
                     raise ToolLoadError(import_failure(exc)) from None
                 if self._reentered:
                     raise ToolLoadError("registered further plugins while being imported")
@@ -308,24 +306,27 @@ class ToolHost:
                 # its tool_spec() called).
                 self._reentered = True
                 raise ToolLoadError("registering plugins while a plugin is imported is refused")
-            if inspect.isclass(plugin):
-                plugin = plugin()
+            if issubclass(type(plugin), type):
+                plugin = plugin()  # type: ignore[operator]
             return self._register(plugin, entry_point=None, distribution=None)
 
     def _register(
         self, plugin: object, *, entry_point: str | None, distribution: str | None
     ) -> str:
-        impls = check_hookimpls(self._pm, plugin)
+        # The plugin is looked at once, on its real type; pluggy registers a host-made
+        # stand-in holding exactly what was checked (see nr_llm_core._hookimpls).
+        impls = find_hookimpls(plugin)
+        checked = CheckedPlugin(impls)
         try:
-            self._pm.register(plugin, name=f"{entry_point or 'plugin'}-{id(plugin)}")
-        except (pluggy.PluginValidationError, ValueError) as exc:  # ValueError: already registered
-            raise ToolLoadError(short(str(exc), MAX_REASON_CHARS)) from None
+            self._pm.register(checked, name=f"{entry_point or 'plugin'}-{id(checked)}")
+        except (pluggy.PluginValidationError, ValueError):  # pragma: no cover - checked above
+            raise ToolLoadError("pluggy refused the checked hookimpls") from None
         try:
-            tool = build_tool(self._pm, plugin, impls, entry_point, distribution)
+            tool = build_tool(impls, entry_point, distribution)
             if tool.spec.name in self._table:
                 raise ToolLoadError(f"tool name {tool.spec.name!r} is already registered")
         except BaseException:
-            self._pm.unregister(plugin)
+            self._pm.unregister(checked)
             raise
         self._publish({**self._table, tool.spec.name: tool})
         return tool.spec.name
@@ -482,8 +483,16 @@ class ToolHost:
         tool, ``allowed=[]`` none), arguments not a JSON object or not valid for the schema
         (``execute`` is not called), ``execute`` raising (logged here with its traceback; the
         model gets a generic text), a return value that is not a ``ToolResult``; each is an
-        error result worded by the host. Otherwise both channels are bounded. Never raises for
-        a tool's fault.
+        error result worded by the host. Otherwise both channels are bounded.
+
+        Never raises for a tool's fault, whatever the tool raises or returns: ``SystemExit``,
+        ``GeneratorExit``, a ``KeyboardInterrupt`` subclass or any other ``BaseException`` is
+        an error result, and nothing a tool's exception or value defines (``__str__``,
+        ``__traceback__``, a metaclass's ``__name__``, a ``str`` subclass's ``__len__``) runs in
+        host code. The one exception that propagates is the user's Ctrl-C: an exact
+        ``KeyboardInterrupt`` raised while the call runs in the main thread (with a
+        ``timeout``, an in-process call runs in a thread of its own, which no signal reaches;
+        Ctrl-C then interrupts the main thread's wait).
 
         The tool receives ``arguments`` itself, and may change it. A caller that keeps the
         arguments (to record them, or to send them back to a model) passes a copy, as
@@ -530,32 +539,7 @@ class ToolHost:
             # host's is for the in-process ones, whose thread can only be abandoned.
             remote = tool.remote
             limit = self.timeout if remote is None else remote.timeout
-        try:
-            if limit is not None:
-                value = call_with_timeout(tool, arguments, context, limit)
-            elif tool.takes_context:
-                value = call_tool(tool, arguments, context)
-            else:
-                value = tool.execute(arguments)
-        except TimedOut:
-            logger.error("tool %r did not return in time (limit %s s)", name, limit)
-            return error_result(FailureKind.TIMED_OUT, name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            if type(exc) is InvalidArguments:  # @tool could not structure the arguments
-                return invalid_arguments(
-                    name, exc.problems, exception_type=exc.exception_type, message=exc.message
-                )
-            log_failure(name, exc)
-            return error_result(
-                FailureKind.FAILED, name, exception_failure(FailureKind.FAILED, exc)
-            )
-        result = bound_result(value)
-        if result is None:
-            logger.error("tool %r returned %s, not a valid ToolResult", name, type(value).__name__)
-            return error_result(FailureKind.INVALID_RESULT, name)
-        return result, None
+        return dispatch(tool, name, arguments, context, limit)
 
 
 def _own_deadline(runner: OutOfProcess) -> Callable[..., object]:

@@ -24,6 +24,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The session's PostgreSQL server and the fixtures that run a test on both audit stores
+# (``store_target``, ``pg_url``), for every test directory; the server starts on first use.
+pytest_plugins = ["tests.stores.fixtures"]
+
 settings.register_profile(
     "ci",
     derandomize=True,

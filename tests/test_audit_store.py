@@ -1,4 +1,10 @@
-"""The audit store on a real SQLite file: life cycle, schema, retention, crashes, concurrency."""
+"""The audit store's contract on both stores: life cycle, retention, crashes, concurrency.
+
+A test that takes ``target`` (or ``store``) runs once on a real SQLite file and once on a real
+PostgreSQL server the tests start (``store_target``, tests/stores/fixtures.py), through
+``open_store``: what it asserts is the protocol's rule, kept by each store. The tests of the
+file itself (WAL, owner-only, the schema's migrations, bytes left in the file) take ``db`` and
+run on SQLite only."""
 
 from __future__ import annotations
 
@@ -24,9 +30,14 @@ from nr_llm_core.audit import (
     UnknownRunError,
     default_db_path,
 )
+from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PrivacyLevel
 from nr_llm_core.results import Artifact, ToolResult
+from nr_llm_core.stores import AuditStore, open_store, store_kind
 from nr_llm_core.trace import RunStep, RunTrace, StepKind, ToolInvocation
+
+from .store._support import stored_text
+from .stores.fixtures import execute
 
 
 @pytest.fixture
@@ -35,9 +46,15 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db: Path) -> Any:
-    with AgentRunPersister(db) as persister:
-        yield persister
+def target(store_target: str) -> str:
+    """The store under test: a SQLite file, then a PostgreSQL database."""
+    return store_target
+
+
+@pytest.fixture
+def store(target: str) -> Any:
+    with open_store(target) as opened:
+        yield opened
 
 
 def tool_step(round: int = 0, content: str = "ok") -> RunStep:
@@ -52,16 +69,15 @@ def numbered_step(writer: int, index: int) -> RunStep:
     )
 
 
-def seqs(persister: AgentRunPersister, run_id: str) -> list[int]:
+def seqs(persister: AuditStore, run_id: str) -> list[int]:
     return [s["seq"] for s in persister.steps(run_id)]
 
 
 # -- files and defaults ------------------------------------------------------------------------
 
 
-def test_file_is_wal_owner_only_and_at_the_current_schema(
-    store: AgentRunPersister, db: Path
-) -> None:
+def test_file_is_wal_owner_only_and_at_the_current_schema(db: Path) -> None:
+    AgentRunPersister(db).close()
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -77,12 +93,12 @@ def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 
 
 def test_privacy_defaults_to_environment_then_metadata(
-    monkeypatch: pytest.MonkeyPatch, db: Path
+    monkeypatch: pytest.MonkeyPatch, target: str
 ) -> None:
-    with AgentRunPersister(db) as p:
+    with open_store(target) as p:
         assert p.privacy is PrivacyLevel.METADATA
     monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "redacted")
-    with AgentRunPersister(db) as p:
+    with open_store(target) as p:
         assert p.privacy is PrivacyLevel.REDACTED
         # The environment is the operator's named level: a run asking for more gets it capped.
         run = p.begin(privacy="full")
@@ -92,7 +108,7 @@ def test_privacy_defaults_to_environment_then_metadata(
 # -- life cycle --------------------------------------------------------------------------------
 
 
-def test_begin_record_settle(store: AgentRunPersister) -> None:
+def test_begin_record_settle(store: AuditStore) -> None:
     run = store.begin(meta={"model": "m1"})
     assert store.record_step(run, tool_step(0))
     llm = RunStep.llm(
@@ -114,17 +130,21 @@ def test_begin_record_settle(store: AgentRunPersister) -> None:
     assert [r["id"] for r in store.list_runs()] == [run]
 
 
-def test_a_final_status_cannot_be_settled_twice(store: AgentRunPersister) -> None:
+def test_a_final_status_cannot_be_settled_twice(store: AuditStore) -> None:
     run = store.begin()
     store.settle_failed(run, termination_reason="provider_error")
     with pytest.raises(RunSettledError):
         store.settle_completed(run)
     with pytest.raises(RunSettledError):
         store.settle(run, "cancelled")
+    with pytest.raises(RunSettledError):
+        store.suspend(run, STATE)
+    with pytest.raises(ApprovalError, match="is not waiting for approval"):
+        store.discard(run)
     assert store.get_run(run)["status"] == "failed"
 
 
-def test_settle_refuses_unknown_runs_and_non_final_statuses(store: AgentRunPersister) -> None:
+def test_settle_refuses_unknown_runs_and_non_final_statuses(store: AuditStore) -> None:
     with pytest.raises(UnknownRunError):
         store.settle_completed("nope")
     run = store.begin()
@@ -132,9 +152,10 @@ def test_settle_refuses_unknown_runs_and_non_final_statuses(store: AgentRunPersi
         store.settle(run, RunStatus.SUSPENDED)
     with pytest.raises(ValueError):
         store.settle(run, "finished")
+    assert store.get_run(run)["status"] == "running"
 
 
-def test_settle_usage_replaces_summed_tokens(store: AgentRunPersister) -> None:
+def test_settle_usage_replaces_summed_tokens(store: AuditStore) -> None:
     run = store.begin()
     store.record_step(
         run, RunStep.llm(round=0, duration_ms=1, content="", usage={"input_tokens": 5})
@@ -144,15 +165,15 @@ def test_settle_usage_replaces_summed_tokens(store: AgentRunPersister) -> None:
     assert (record["tokens_in"], record["tokens_out"]) == (100, 50)
 
 
-def test_termination_reason_follows_the_privacy_rule(db: Path) -> None:
-    with AgentRunPersister(db, privacy="metadata") as p:
+def test_termination_reason_follows_the_privacy_rule(target: str) -> None:
+    with open_store(target, privacy="metadata") as p:
         run = p.begin()
         p.settle_failed(run, termination_reason="HTTP 500: CANARY-in-provider-error")
         assert p.get_run(run)["termination_reason"] == "[unrecognised-reason]"
-    assert b"CANARY-in-provider-error" not in db.read_bytes()
+    assert "CANARY-in-provider-error" not in stored_text(target)
 
 
-def test_begin_refuses_a_duplicate_id_and_non_json_meta(store: AgentRunPersister) -> None:
+def test_begin_refuses_a_duplicate_id_and_non_json_meta(store: AuditStore) -> None:
     store.begin("r1")
     with pytest.raises(AuditStoreError):
         store.begin("r1")
@@ -161,7 +182,7 @@ def test_begin_refuses_a_duplicate_id_and_non_json_meta(store: AgentRunPersister
     assert store.get_run("r2") is None
 
 
-def test_record_step_returns_false_for_unknown_or_settled_runs(store: AgentRunPersister) -> None:
+def test_record_step_returns_false_for_unknown_or_settled_runs(store: AuditStore) -> None:
     assert store.record_step("nope", tool_step()) is False
     run = store.begin()
     assert store.record_step(run, tool_step())
@@ -170,8 +191,8 @@ def test_record_step_returns_false_for_unknown_or_settled_runs(store: AgentRunPe
     assert seqs(store, run) == [1]
 
 
-def test_sequence_advances_only_on_success(db: Path) -> None:
-    with AgentRunPersister(db, privacy="full") as p:
+def test_sequence_advances_only_on_success(target: str) -> None:
+    with open_store(target, privacy="full") as p:
         run = p.begin()
         assert p.record_step(run, tool_step(0))
         bad = RunStep.llm(round=1, duration_ms=1, content="x", raw={1, 2})  # a set: not JSON
@@ -183,15 +204,16 @@ def test_sequence_advances_only_on_success(db: Path) -> None:
         assert [s["round"] for s in p.steps(run)] == [0, 2]
 
 
-def test_record_step_never_raises(db: Path) -> None:
-    p = AgentRunPersister(db)
+def test_record_step_never_raises(target: str) -> None:
+    p = open_store(target)
     run = p.begin()
-    assert p.record_step(run, "not a step") is False
+    assert p.record_step(run, "not a step") is False  # type: ignore[arg-type]
+    assert p.record_step(run, None) is False  # type: ignore[arg-type]
     p.close()
-    assert p.record_step(run, tool_step()) is False  # closed connection: logged, not raised
+    assert p.record_step(run, tool_step()) is False  # closed: logged, not raised
 
 
-def test_trace_listener_records_every_step(store: AgentRunPersister) -> None:
+def test_trace_listener_records_every_step(store: AuditStore) -> None:
     trace = RunTrace()
     run = store.attach(trace, meta={"source": "test"})
     assert run == trace.run_id
@@ -205,10 +227,10 @@ def test_trace_listener_records_every_step(store: AgentRunPersister) -> None:
     assert seqs(store, other_run) == [1]
 
 
-def test_run_privacy_level_is_read_back_from_the_file(db: Path) -> None:
-    with AgentRunPersister(db) as writer:
+def test_run_privacy_level_is_read_back_from_the_store(target: str) -> None:
+    with open_store(target) as writer:
         run = writer.begin(privacy="full")
-    with AgentRunPersister(db, privacy="none") as other:  # another process's persister
+    with open_store(target, privacy="none") as other:  # another process's store
         assert other.record_step(run, tool_step(content="kept verbatim"))
         assert other.steps(run)[0]["step"]["tool_result"] == "kept verbatim"
 
@@ -218,11 +240,12 @@ def test_run_privacy_level_is_read_back_from_the_file(db: Path) -> None:
 STATE = {"messages": [{"role": "user", "content": "hi"}], "pending": [{"id": "c1", "name": "echo"}]}
 
 
-def test_suspend_load_resume(store: AgentRunPersister) -> None:
+def test_suspend_load_resume(store: AuditStore) -> None:
     run = store.begin()
     assert store.load_suspended(run) is None
     store.suspend(run, STATE)
     assert store.get_run(run)["status"] == "suspended"
+    assert store.get_run(run)["suspended"] is True
     assert store.load_suspended(run) == STATE
     assert store.record_step(run, tool_step())  # a suspended run still takes steps
     store.mark_resumed(run)
@@ -232,15 +255,19 @@ def test_suspend_load_resume(store: AgentRunPersister) -> None:
         store.mark_resumed(run)
 
 
-def test_settling_clears_the_suspended_state(store: AgentRunPersister, db: Path) -> None:
+def test_settling_clears_the_suspended_state(target: str) -> None:
+    store = open_store(target)
     run = store.begin()
     store.suspend(run, {"messages": [{"role": "user", "content": "SUSPENDED-CANARY"}]})
+    assert "SUSPENDED-CANARY" in stored_text(target)
     store.settle_cancelled(run, termination_reason="denied")
     assert store.get_run(run)["suspended"] is False
+    assert store.load_suspended(run) is None
     with pytest.raises(RunSettledError):
         store.suspend(run, STATE)
     store.close()
-    assert b"SUSPENDED-CANARY" not in db.read_bytes()  # secure_delete overwrote it
+    # SQLite: secure_delete overwrote the file's bytes; PostgreSQL: no row holds it (ADR 0024).
+    assert "SUSPENDED-CANARY" not in stored_text(target)
 
 
 @pytest.mark.parametrize(
@@ -253,16 +280,15 @@ def test_settling_clears_the_suspended_state(store: AgentRunPersister, db: Path)
     ],
     ids=["artifact", "tool-result", "artifacts-key", "tool-artifacts-key"],
 )
-def test_suspend_refuses_artifacts(store: AgentRunPersister, state: dict[str, Any]) -> None:
+def test_suspend_refuses_artifacts(store: AuditStore, state: dict[str, Any]) -> None:
     run = store.begin()
     with pytest.raises(AuditStoreError, match="artifact"):
         store.suspend(run, state)
     assert store.get_run(run)["status"] == "running"
+    assert store.get_run(run)["suspended"] is False
 
 
-def test_suspend_keeps_model_written_keys_that_look_like_artifacts(
-    store: AgentRunPersister,
-) -> None:
+def test_suspend_keeps_model_written_keys_that_look_like_artifacts(store: AuditStore) -> None:
     # Below the top level is data the model wrote: an argument named "artifacts" must not let
     # a model block its run's suspension.
     state = {
@@ -274,7 +300,7 @@ def test_suspend_keeps_model_written_keys_that_look_like_artifacts(
     assert store.load_suspended(run) == state
 
 
-def test_recording_the_approval_step_resumes_the_run(store: AgentRunPersister) -> None:
+def test_recording_the_approval_step_resumes_the_run(store: AuditStore) -> None:
     run = store.begin()
     store.suspend(run, STATE)
     step = RunStep.approval(round=1, decisions={"c1": True}, digest="ab" * 16)
@@ -283,23 +309,25 @@ def test_recording_the_approval_step_resumes_the_run(store: AgentRunPersister) -
     assert record is not None
     assert record["status"] == "running"
     assert record["suspended"] is False
+    assert record["claimed_by"] is not None
     assert store.load_suspended(run) is None  # the approval cannot be replayed
 
 
-def test_meta_privacy_sets_the_run_level(store: AgentRunPersister) -> None:
+def test_meta_privacy_sets_the_run_level(store: AuditStore) -> None:
     run = store.begin(meta={"provider": "ScriptedProvider", "privacy": "none"})
     assert store.get_run(run)["privacy_level"] == "none"
     assert store.record_step(run, tool_step(content="x"))
     assert set(store.steps(run)[0]["step"]) == {"kind", "round", "duration_ms"}
 
 
-def test_suspend_refuses_non_json(store: AgentRunPersister) -> None:
+def test_suspend_refuses_non_json(store: AuditStore) -> None:
     run = store.begin()
     with pytest.raises(AuditStoreError):
         store.suspend(run, {"x": {1, 2}})
+    assert store.get_run(run)["status"] == "running"
 
 
-# -- schema ------------------------------------------------------------------------------------
+# -- schema (the SQLite file's own; PostgreSQL's: tests/stores/test_postgres.py) ----------------
 
 
 def _tables(db: Path) -> dict[str, list[str]]:
@@ -355,25 +383,31 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
 # -- retention ---------------------------------------------------------------------------------
 
 
-def test_purge_deletes_old_runs_and_their_bytes(db: Path) -> None:
-    p = AgentRunPersister(db, privacy="full")
+def test_purge_deletes_old_runs_with_their_steps_and_states(target: str) -> None:
+    p = open_store(target, privacy="full")
     old, new = p.begin(), p.begin()
     p.record_step(old, tool_step(content="OLD-RUN-CANARY"))
+    p.suspend(old, {"messages": [{"role": "user", "content": "OLD-STATE-CANARY"}]})
     p.record_step(new, tool_step(content="new run"))
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE runs SET started_at = '2000-01-01T00:00:00.000000Z' WHERE id = ?", (old,))
-    conn.commit()
-    conn.close()
+    execute(
+        target,
+        "UPDATE runs SET started_at = :w WHERE id = :r",
+        w="2000-01-01T00:00:00.000000Z",
+        r=old,
+    )
     assert p.purge(30) == 1
     assert p.get_run(old) is None
     assert p.steps(old) == []
+    assert p.load_suspended(old) is None
     assert p.get_run(new) is not None
     assert p.purge(30) == 0
     with pytest.raises(AuditStoreError):
         p.purge(-1)
     p.close()
-    for path in db.parent.iterdir():
-        assert b"OLD-RUN-CANARY" not in path.read_bytes(), path.name
+    # SQLite: no byte of the file or its companions; PostgreSQL: no row (ADR 0024).
+    held = stored_text(target)
+    assert "OLD-RUN-CANARY" not in held and "OLD-STATE-CANARY" not in held
+    assert "new run" in held
 
 
 # -- crashes and concurrency -------------------------------------------------------------------
@@ -381,10 +415,10 @@ def test_purge_deletes_old_runs_and_their_bytes(db: Path) -> None:
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from nr_llm_core.audit import AgentRunPersister
+    from nr_llm_core.stores import open_store
     from nr_llm_core.trace import RunStep, StepKind
-    db, run, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    p = AgentRunPersister(db)
+    target, run, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    p = open_store(target)
     if run == "-":
         run = p.begin("killed-run")
     print("ready", flush=True)
@@ -399,9 +433,9 @@ WRITER = textwrap.dedent(
 )
 
 
-def _writer(db: Path, run: str, writer: int, count: int) -> subprocess.Popen[str]:
+def _writer(target: str, run: str, writer: int, count: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(db), run, str(writer), str(count)],
+        [sys.executable, "-c", WRITER, target, run, str(writer), str(count)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -411,13 +445,13 @@ def _writer(db: Path, run: str, writer: int, count: int) -> subprocess.Popen[str
     return proc
 
 
-def test_sigkill_mid_run_loses_nothing_committed(db: Path) -> None:
+def test_sigkill_mid_run_loses_nothing_committed(target: str) -> None:
     """The writer reports each step on its stdout once ``record_step`` returned ``True``, and
     is killed while it writes. Every step it reported, including the ones still in the pipe
-    when it died, must be in the database, in order; at most one more may be (committed, and
+    when it died, must be in the store, in order; at most one more may be (committed, and
     killed before it could report it)."""
-    AgentRunPersister(db).close()
-    proc = _writer(db, "-", 0, 1_000_000)
+    open_store(target).close()
+    proc = _writer(target, "-", 0, 1_000_000)
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write("go\n")
@@ -432,31 +466,33 @@ def test_sigkill_mid_run_loses_nothing_committed(db: Path) -> None:
         pass
     assert proc.returncode == -signal.SIGKILL
     assert reported == list(range(len(reported)))
-    with AgentRunPersister(db) as p:
-        conn = sqlite3.connect(db)
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        conn.close()
+    with open_store(target) as p:
+        if store_kind(target) == "sqlite":
+            conn = sqlite3.connect(target)
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            conn.close()
         stored = p.steps("killed-run")
         indices = [s["step"]["index"] for s in stored]
         assert indices[: len(reported)] == reported, "a step reported as committed is missing"
         assert len(stored) <= len(reported) + 1
         assert [s["seq"] for s in stored] == list(range(1, len(stored) + 1))
         assert indices == list(range(len(stored)))
+        assert p.get_run("killed-run")["steps"] == len(stored)
         p.settle_failed("killed-run", termination_reason="process_killed")
         assert p.get_run("killed-run")["status"] == "failed"
 
 
-def test_eight_threads_and_two_processes_store_every_step_once(db: Path) -> None:
+def test_eight_threads_and_two_processes_store_every_step_once(target: str) -> None:
     per_writer = 150
-    shared = AgentRunPersister(db)
+    shared = open_store(target)
     run = shared.begin()
-    procs = [_writer(db, run, 100 + n, per_writer) for n in range(2)]
+    procs = [_writer(target, run, 100 + n, per_writer) for n in range(2)]
     start = threading.Barrier(8 + 1)
     failures: list[int] = []
 
     def thread_writer(writer: int) -> None:
-        # Half the threads share one persister (its lock), half have their own connection.
-        own = AgentRunPersister(db) if writer % 2 else None
+        # Half the threads share one store (its lock or its pool), half have their own.
+        own = open_store(target) if writer % 2 else None
         p = own or shared
         start.wait()
         for i in range(per_writer):
@@ -486,13 +522,14 @@ def test_eight_threads_and_two_processes_store_every_step_once(db: Path) -> None
     written = sorted((s["step"]["writer"], s["step"]["index"]) for s in stored)
     expected = sorted((w, i) for w in [*range(8), 100, 101] for i in range(per_writer))
     assert written == expected
+    assert shared.get_run(run)["steps"] == total
     shared.close()
 
 
-def test_two_persisters_alternating_on_one_run_stay_gap_free(db: Path) -> None:
-    # Each write by one persister makes the other's next number stale: every step after the
-    # first takes the conflict path (UNIQUE refuses, the allocating insert is used).
-    with AgentRunPersister(db) as a, AgentRunPersister(db) as b:
+def test_two_stores_alternating_on_one_run_stay_gap_free(target: str) -> None:
+    # Each write by one store makes the other's next number stale (on SQLite every step after
+    # the first takes the conflict path: UNIQUE refuses, the allocating insert is used).
+    with open_store(target) as a, open_store(target) as b:
         run = a.begin()
         for i in range(20):
             assert (a if i % 2 else b).record_step(run, numbered_step(i % 2, i))
@@ -500,12 +537,11 @@ def test_two_persisters_alternating_on_one_run_stay_gap_free(db: Path) -> None:
         assert [s["step"]["index"] for s in a.steps(run)] == list(range(20))
 
 
-def test_a_run_id_reused_after_purge_starts_again_at_one(db: Path) -> None:
-    with AgentRunPersister(db) as p:
-        p.begin("again")
-        for i in range(3):
-            p.record_step("again", tool_step(i))
-        assert p.purge(0) == 1
-        p.begin("again")
-        assert p.record_step("again", tool_step())
-        assert seqs(p, "again") == [1]
+def test_a_run_id_reused_after_purge_starts_again_at_one(store: AuditStore) -> None:
+    store.begin("again")
+    for i in range(3):
+        store.record_step("again", tool_step(i))
+    assert store.purge(0) == 1
+    store.begin("again")
+    assert store.record_step("again", tool_step())
+    assert seqs(store, "again") == [1]

@@ -3,8 +3,8 @@
 Each path carries a benign canary (plain words) and a secret-shaped one (a key, an email, a
 bearer token, a value under a sensitive key …). At FULL every canary is stored; at REDACTED
 only the benign ones; at METADATA and NONE none, in any byte of the database, its ``-wal`` or
-its ``-shm`` file, while the store is open and after it is closed. Exception text never
-leaves the seam at any level.
+its ``-shm`` file, while the store is open and after it is closed; on a PostgreSQL store, in
+any row of its tables. Exception text never leaves the seam at any level.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.hooks import hookimpl
 from nr_llm_core.host import ToolHost
 from nr_llm_core.privacy import PrivacyLevel
 from nr_llm_core.results import Artifact, ToolResult, ToolSpec
+from nr_llm_core.stores import AuditStore, open_store, store_kind
 from nr_llm_core.trace import RunStep, RunTrace, ToolInvocation
+
+from .store._support import stored_text as held_text
 
 PAD = "Q7w9" * 6  # makes secret-shaped canaries long enough to be keys
 
@@ -93,7 +95,7 @@ class Boom:
         raise RuntimeError(EXCEPTION_CANARY)
 
 
-def record_run(store: AgentRunPersister) -> str:
+def record_run(store: AuditStore) -> str:
     host = ToolHost()
     host.register(Catalogue())
     host.register(Boom())
@@ -144,11 +146,16 @@ def record_run(store: AgentRunPersister) -> str:
     return run
 
 
-def file_bytes(db: Path) -> dict[str, bytes]:
+def file_bytes(target: str) -> dict[str, bytes]:
+    """What the store holds: the SQLite file and its companions (``-wal``) byte for byte; on
+    PostgreSQL every row of its tables, as text (what any SQL reader of it sees)."""
+    if store_kind(target) == "postgresql":
+        return {"rows": held_text(target).encode("utf-8", "surrogatepass")}
+    db = Path(target)
     return {p.name: p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name)}
 
 
-def stored_text(store: AgentRunPersister, run: str) -> str:
+def stored_text(store: AuditStore, run: str) -> str:
     return "\n".join(s["payload"] for s in store.steps(run))
 
 
@@ -163,15 +170,17 @@ def level(request: pytest.FixtureRequest) -> PrivacyLevel:
     return request.param
 
 
-def test_sweep(level: PrivacyLevel, tmp_path: Path) -> None:
-    db = tmp_path / "sweep.db"
-    store = AgentRunPersister(db, privacy=level)
+def test_sweep(level: PrivacyLevel, store_target: str) -> None:
+    """At each level, on both stores: what the filter lets through, and nothing else, is
+    anywhere in the store (SQLite: the file and its WAL; PostgreSQL: every row)."""
+    store = open_store(store_target, privacy=level)
     run = record_run(store)
     text = stored_text(store, run)
-    open_files = file_bytes(db)
-    assert any(name.endswith("-wal") for name in open_files)  # the WAL is looked at too
+    open_files = file_bytes(store_target)
+    if store_kind(store_target) == "sqlite":
+        assert any(name.endswith("-wal") for name in open_files)  # the WAL is looked at too
     store.close()
-    closed_files = file_bytes(db)
+    closed_files = file_bytes(store_target)
 
     assert_absent([EXCEPTION_CANARY], open_files)
     assert_absent([EXCEPTION_CANARY], closed_files)
@@ -190,9 +199,9 @@ def test_sweep(level: PrivacyLevel, tmp_path: Path) -> None:
         assert_absent(everything, closed_files)
 
 
-def test_metadata_keeps_the_shape_of_the_run(tmp_path: Path) -> None:
+def test_metadata_keeps_the_shape_of_the_run(store_target: str) -> None:
     # The sweep's absence checks would pass on an empty store: this pins what IS stored.
-    with AgentRunPersister(tmp_path / "m.db") as store:
+    with open_store(store_target) as store:
         run = record_run(store)
         steps = [s["step"] for s in store.steps(run)]
         record = store.get_run(run)
@@ -218,8 +227,8 @@ def test_metadata_keeps_the_shape_of_the_run(tmp_path: Path) -> None:
     assert record["status"] == "failed"
 
 
-def test_none_stores_a_row_per_step_with_nothing_but_timing(tmp_path: Path) -> None:
-    with AgentRunPersister(tmp_path / "n.db", privacy="none") as store:
+def test_none_stores_a_row_per_step_with_nothing_but_timing(store_target: str) -> None:
+    with open_store(store_target, privacy="none") as store:
         run = record_run(store)
         steps = store.steps(run)
     assert len(steps) == 7

@@ -119,24 +119,27 @@ class _Worker:
 _MAX_PROBLEMS = 1000
 _MAX_SEGMENTS = 13
 _MAX_SEGMENT_CHARS = 40
+_MAX_TEXT_CHARS = 1000
 
 
 def _failure_reply(exc: BaseException) -> dict[str, Any]:
     """The reply for a call whose tool raised: what the exception said, read without running
     its code and bounded (the host bounds it again: nothing a worker sends is trusted)."""
-    from nr_llm_core.failures import InvalidArguments, read_exception
+    from nr_llm_core.failures import InvalidArguments, own_field, read_exception
 
     if type(exc) is InvalidArguments:
+        # Its fields are read from its instance dict: a tool can raise one it built itself.
+        raw = own_field(exc, "problems")
         problems = [
             [_text(problem[0]), [_segment(s) for s in problem[1][:_MAX_SEGMENTS]]]
-            for problem in exc.problems[:_MAX_PROBLEMS]
+            for problem in (raw[:_MAX_PROBLEMS] if type(raw) is tuple else ())
             if type(problem) is tuple and len(problem) == 2 and type(problem[1]) is tuple
         ]
         return {
             "status": "invalid_arguments",
             "problems": problems,
-            "exception_type": _text(exc.exception_type),
-            "message": _text(exc.message),
+            "exception_type": _text(own_field(exc, "exception_type")),
+            "message": _text(own_field(exc, "message")),
         }
     exception_type, message = read_exception(exc)
     return {"status": "failed", "exception_type": exception_type, "message": message}
@@ -150,7 +153,8 @@ def _segment(segment: object) -> object:
 
 
 def _text(value: object) -> str | None:
-    return value if type(value) is str else None
+    # Bounded here to keep the frame small; the host bounds (and checks) it again.
+    return value[:_MAX_TEXT_CHARS] if type(value) is str else None
 
 
 def _find_entry_point(name: str, dist: str | None) -> Any:

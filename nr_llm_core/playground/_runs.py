@@ -22,6 +22,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from nr_llm_core._inert import known_type_phrase
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
 from nr_llm_core.audit import AuditStoreError, claimant
@@ -275,9 +276,13 @@ class RunManager:
                 result = work()
             except (ApprovalError, AuditStoreError) as exc:  # host-worded: who resumed it …
                 stream.finish({"event": "error", "run_id": None, "reason": str(exc)[:300]})
-            except Exception as exc:
+            except BaseException as exc:
+                # Anything at all, SystemExit and KeyboardInterrupt included: this is a worker
+                # thread (no signal reaches it), and a run that ends without a terminal event
+                # leaves its client waiting forever. The reason names the kind of exception in
+                # host words (a builtin or nr-llm type), never a class name some plugin chose.
                 log_exception(logger, "a playground run raised", exc=exc)
-                reason = f"the run failed: {type(exc).__name__}"
+                reason = f"the run failed: {known_type_phrase(type(exc))}"
                 stream.finish({"event": "error", "run_id": None, "reason": reason})
             else:
                 if result.trace is not None:

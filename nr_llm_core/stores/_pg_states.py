@@ -43,6 +43,7 @@ __all__ = [
     "discard",
     "end_suspension",
     "engine",
+    "holdable",
     "mark_applying",
     "migrate",
     "put_state",
@@ -150,8 +151,21 @@ def migrate(eng: Engine) -> int:
     return version
 
 
+def holdable(run_id: str) -> bool:
+    """Whether ``run_id`` could be a stored run's id: PostgreSQL's text is UTF-8 without NUL,
+    so an id with a lone surrogate (undecodable argv bytes) or a NUL names no run; it is never
+    sent (the driver would raise an encoding or data error, where SQLite finds no row)."""
+    try:
+        run_id.encode("utf-8")
+    except (UnicodeEncodeError, AttributeError):
+        return False
+    return "\x00" not in run_id
+
+
 def require_open(conn: Connection, run_id: str) -> str:
     """Lock the run row; its status, or :class:`UnknownRunError` / :class:`RunSettledError`."""
+    if not holdable(run_id):
+        raise UnknownRunError(f"no run {run_id[:80]!r}")
     status = conn.execute(
         sa.select(runs.c.status).where(runs.c.id == run_id).with_for_update()
     ).scalar()
@@ -212,6 +226,8 @@ class Found:
 def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
     """The checked state of a run in ``status``; ``None`` when the run is not in it;
     :class:`SuspendedStateError` when its row is missing or its signature does not match."""
+    if not holdable(run_id):
+        return None
     query = (
         sa.select(runs.c.status, states.c.state, states.c.decisions, states.c.mac, states.c.digest)
         .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
@@ -246,6 +262,8 @@ def _checked(
 def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     """Lock a run that waits (on the turn ``digest``, when given) and return its checked
     state, or raise the refusal (who claimed it and when, stale, unknown)."""
+    if not holdable(run_id):
+        raise resume_refusal(run_id, None)
     row = conn.execute(
         RUN_SELECT.add_columns(states.c.state, states.c.decisions, states.c.mac, states.c.digest)
         .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
@@ -273,6 +291,8 @@ def end_suspension(conn: Connection, run_id: str, who: str) -> None:
 def discard(conn: Connection, run_id: str, who: str) -> None:
     """Settle a waiting run ``cancelled`` (reason ``discarded``) for ``who``, state deleted;
     refused like a claim when it is not waiting."""
+    if not holdable(run_id):
+        raise resume_refusal(run_id, None)
     row = conn.execute(RUN_SELECT.where(runs.c.id == run_id).with_for_update(of=runs)).first()
     record = None if row is None else run_record(tuple(row))
     if record is None or record["status"] != RunStatus.SUSPENDED:
@@ -323,6 +343,8 @@ def take(
 ) -> Taken | None:
     """Lock the run; hand it to ``worker`` if it is queued, or again if it is running with a
     state (the engine retries it after its worker was lost); else ``None``."""
+    if not holdable(run_id):
+        return None
     row = conn.execute(
         sa.select(
             runs.c.status,

@@ -405,6 +405,8 @@ class PostgresStore:
         :class:`~nr_llm_core._audit_records.AmbiguousRunIdError` naming up to five when several
         do."""
         shown = given[:80]
+        if not _st.holdable(given):
+            raise UnknownRunError(f"no such run {shown!r}")
         if self._read(sa.select(runs.c.id).where(runs.c.id == given)):
             return given
         if len(given) < _MIN_PREFIX:
@@ -423,6 +425,8 @@ class PostgresStore:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
+        if not _st.holdable(run_id):
+            return None
         rows = self._read(_st.RUN_SELECT.where(runs.c.id == run_id))
         return run_record(tuple(rows[0])) if rows else None
 
@@ -431,7 +435,7 @@ class PostgresStore:
     ) -> dict[str, list[dict[str, Any]]]:
         """The stored ``kind`` steps of each of ``run_ids``, decoded, in sequence order, in
         one query (see :meth:`~nr_llm_core.audit.AgentRunPersister.steps_of`)."""
-        ids = list(dict.fromkeys(run_ids))
+        ids = [i for i in dict.fromkeys(run_ids) if _st.holdable(i)]
         if not ids:
             return {}
         query = sa.select(events.c.run_id, events.c.payload).where(
@@ -446,6 +450,8 @@ class PostgresStore:
 
     def steps(self, run_id: str) -> list[StepRecord]:
         """A run's stored steps in sequence order, exactly as stored."""
+        if not _st.holdable(run_id):
+            return []
         query = (
             sa.select(
                 events.c.seq,

@@ -49,6 +49,10 @@ SCHEMAS = "tests/core/test_argument_schemas.py"
 ISOLATED_SCHEMAS = "tests/isolation/test_isolated_schemas.py"
 ERROR_TEXT = "tests/properties/test_error_text_property.py"
 TOOL_ERROR = "tests/loop/test_tool_error_trace.py"
+HOSTILE_EXC = "tests/adversarial/test_hostile_exceptions.py"
+HOSTILE_STR = "tests/adversarial/test_hostile_strings.py"
+HOSTILE_REG = "tests/adversarial/test_hostile_registration.py"
+BASE_EXC = "tests/adversarial/test_base_exceptions.py"
 
 # section -> input cell (verbatim) -> node ids of the tests that pin the row.
 PINNED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -81,6 +85,19 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         "text that imitates host framing or a tool-call JSON": (
             f"{OPENAI}::test_tool_text_that_imitates_framing_is_sent_as_data",
             f"{CONTENT}::test_text_imitating_framing_is_kept_as_data",
+        ),
+        "a 1 GiB `str` subclass whose `__len__`, `__iter__`, `__getitem__`, `encode`, `__str__`, "
+        "`__hash__` are hostile, as content, a label, a key or a leaf": (
+            f"{HOSTILE_STR}::test_a_one_gib_str_subclass_is_cut_or_refused_without_a_whole_copy",
+            f"{HOSTILE_STR}::test_a_small_str_subclass_gives_its_real_characters_and_runs_nothing",
+            f"{HOSTILE_STR}::test_read_str_copies_at_most_its_limit_of_a_subclass",
+            f"{HOSTILE_STR}::test_content_over_the_cap_in_a_subclass_is_cut_like_an_exact_str",
+        ),
+        "`bytes` subclasses as content, a label, a key, a leaf or a cell, one whose metaclass "
+        "makes its names code": (
+            f"{HOSTILE_STR}::test_bytes_content_is_an_invalid_result_and_no_method_runs",
+            f"{HOSTILE_STR}::test_bytes_in_artifacts_give_the_marker_and_no_method_runs",
+            f"{HOSTILE_STR}::test_a_str_subclass_with_probing_class_names_is_read_and_runs_nothing",
         ),
     },
     "Artifacts": {
@@ -213,6 +230,56 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "a plugin registering further plugins while being imported": (
             f"{ENTRY_POINTS}::test_broken_distributions_are_recorded_and_never_stop_the_rest",
+        ),
+        "`execute` raises an exception whose `__str__`/`__repr__`, `__getattribute__`, "
+        "`__traceback__`/`args`/`__notes__`/`__dict__` properties, instance dict, metaclass "
+        "names, or megabyte `str`-subclass names raise or hang; in-process, in the timeout "
+        "thread, from `@tool` structuring, in an isolated worker": (
+            f"{HOSTILE_EXC}::test_a_hostile_exception_is_a_failed_result_and_none_of_its_code_runs",
+            f"{HOSTILE_EXC}::test_an_exception_whose_instance_dict_is_hostile_is_read_without_it",
+            f"{HOSTILE_EXC}::test_a_hostile_exception_from_structuring_is_an_invalid_arguments_result",
+            f"{HOSTILE_EXC}::test_noted_reads_and_writes_notes_without_plugin_code",
+            f"{HOSTILE_EXC}::test_read_exception_runs_no_plugin_code",
+            f"{HOSTILE_EXC}::test_a_hostile_exception_in_an_isolated_tool_is_read_by_its_worker",
+            f"{HOSTILE_EXC}::test_the_hang_guard_fails_on_a_hang",
+        ),
+        "an exception whose `__cause__`/`__context__` chain is a cycle or 100,000 long, whose "
+        "traceback is 50,000 frames or names a FIFO as its source file, whose `__del__` raises "
+        "or never returns": (
+            f"{HOSTILE_EXC}::test_a_cause_and_context_chain_that_is_a_cycle_or_very_long_is_not_walked",
+            f"{HOSTILE_EXC}::test_a_50000_frame_traceback_is_logged_bounded",
+            f"{HOSTILE_EXC}::test_a_frame_whose_source_is_a_fifo_is_logged_without_reading_it",
+            f"{HOSTILE_EXC}::test_an_exception_whose_del_raises_is_a_failed_result",
+            f"{HOSTILE_EXC}::test_an_exception_whose_del_never_returns_does_not_hold_a_timed_call",
+        ),
+        "an argument type's validator raising cattrs' own exception group nested 60 deep, each "
+        "level holding the next twice": (
+            f"{HOSTILE_EXC}::test_an_exponential_group_of_structuring_errors_is_walked_bounded",
+        ),
+        "`KeyboardInterrupt` where it cannot be the user's Ctrl-C (the timeout thread, a worker "
+        "thread, a subclass), `GeneratorExit`, a custom `BaseException`; in a playground run, "
+        "its tool runner, or from the run's loop itself": (
+            f"{BASE_EXC}::test_in_the_timeout_thread_every_base_exception_is_an_error_result",
+            f"{BASE_EXC}::test_in_another_thread_every_base_exception_is_an_error_result",
+            f"{BASE_EXC}::test_in_the_main_thread_only_an_exact_keyboard_interrupt_propagates",
+            f"{BASE_EXC}::test_the_users_ctrl_c_propagates_from_a_call_in_the_main_thread",
+            f"{BASE_EXC}::test_the_users_ctrl_c_while_waiting_for_a_timed_call_propagates",
+            f"{BASE_EXC}::test_a_playground_run_whose_tool_raises_a_base_exception_closes_its_stream",
+            f"{BASE_EXC}::test_the_tool_runner_answers_a_base_exception_with_an_error_result",
+            f"{BASE_EXC}::test_a_run_whose_loop_raises_a_base_exception_ends_with_an_error_event",
+        ),
+        "a plugin whose `__dir__`, `__dict__` or `__getattribute__` answers differently each "
+        "time, or whose instance changes its `__class__` while it is registered": (
+            f"{HOSTILE_REG}::test_what_the_host_calls_and_pluggy_holds_is_what_was_checked",
+            f"{HOSTILE_REG}::test_hookimpls_come_from_the_type_not_from_the_instance",
+            f"{HOSTILE_REG}::test_the_refusals_see_every_kind_of_hookimpl_on_the_type",
+            f"{HOSTILE_REG}::test_static_and_class_methods_are_hookimpls",
+            f"{HOSTILE_REG}::test_a_module_plugin_is_read_from_its_own_dict",
+        ),
+        "`tool_spec()` raising or returning, or an import raising, an object whose class's "
+        "metaclass makes its names code": (
+            f"{HOSTILE_REG}::test_a_refused_spec_is_named_in_host_words",
+            f"{HOSTILE_REG}::test_an_import_failure_is_named_in_host_words",
         ),
     },
     "Rendering and storage": {

@@ -713,17 +713,20 @@ def test_an_import_failures_reason_holds_only_the_import_systems_names() -> None
         "could not be imported: AttributeError"
     )
 
-    # Subclasses are not the import system's own: the type alone.
+    # Subclasses are not the import system's own: the kind alone, in host words (the
+    # subclass's own name is text the plugin chose).
     class Custom(ModuleNotFoundError):
         pass
 
-    assert import_failure(Custom(secret, name="pkg")) == "could not be imported: Custom"
+    assert import_failure(Custom(secret, name="pkg")) == (
+        "could not be imported: a subclass of ModuleNotFoundError"
+    )
 
     class OwnAttributeError(AttributeError):
         pass
 
     assert import_failure(OwnAttributeError(secret, name="x", obj=json)) == (
-        "could not be imported: OwnAttributeError"
+        "could not be imported: a subclass of AttributeError"
     )
     # Long names are cut.
     assert len(import_failure(ModuleNotFoundError(name="m" * 5_000))) < 400

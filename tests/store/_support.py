@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from nr_llm_core import AgentRunPersister, ScriptedProvider, ToolHost, ToolLoop, hookimpl
+from nr_llm_core import ScriptedProvider, ToolHost, ToolLoop, hookimpl
 from nr_llm_core.loop import TerminationReason
 from nr_llm_core.results import ToolResult, ToolSpec
+from nr_llm_core.stores import open_store, store_kind
+
+from ..stores.fixtures import execute
 
 #: The environment variable naming the log file the append tool writes to.
 LOG_VAR = "STORE_TEST_APPEND_LOG"
@@ -69,6 +72,15 @@ def owned_files(db: Path) -> dict[str, bytes]:
         else:
             out[path.name] = path.read_bytes()
     return out
+
+
+def stored_text(target: str) -> str:
+    """Everything the store holds, as a reader of its storage sees it: the SQLite file and
+    its companions byte for byte; on PostgreSQL every row of its tables, as text."""
+    if store_kind(target) == "sqlite":
+        return "".join(data.decode("latin-1") for data in owned_files(Path(target)).values())
+    rows = [execute(target, f"SELECT t::text FROM {t} t") for t in ("runs", "events", "states")]
+    return "\n".join(str(r[0]) for found in rows for r in found)
 
 
 def files_holding(db: Path, canaries: Iterable[str]) -> dict[str, list[str]]:
@@ -125,9 +137,10 @@ def append_host() -> ToolHost:
     return host
 
 
-def suspend_append_run(db: Path) -> tuple[str, str]:
-    """Start a run that waits for approval of one append; (run id, digest)."""
-    with AgentRunPersister(db) as store:
+def suspend_append_run(target: str | Path) -> tuple[str, str]:
+    """Start a run that waits for approval of one append, in the store at ``target`` (a
+    SQLite file or a PostgreSQL URL); (run id, digest)."""
+    with open_store(target) as store:
         result = ToolLoop(ScriptedProvider(APPEND_TURNS), append_host(), persister=store).run(
             "append once"
         )

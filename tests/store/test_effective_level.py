@@ -18,8 +18,9 @@ from nr_llm_core.playground import PlaygroundServer
 from nr_llm_core.playground._store import open_store
 from nr_llm_core.privacy import effective_level
 from nr_llm_core.results import ToolResult, ToolSpec
+from nr_llm_core.stores import open_store as open_audit_store
 
-from ._support import files_holding
+from ._support import files_holding, stored_text
 
 CANARY = "LEVEL-CANARY-6a2f"
 #: The levels at which the canary (no secret shape) is stored.
@@ -69,11 +70,11 @@ class Echo:
         return ToolResult.text(f"echo {CANARY}")
 
 
-def run_once(db: Path, store_level: Any, loop_level: Any) -> str:
+def run_once(db: Path | str, store_level: Any, loop_level: Any) -> str:
     host = ToolHost()
     host.register(Echo())
     turns = [{"tool_calls": [{"id": "e1", "name": "echo", "arguments": {}}]}, f"said {CANARY}"]
-    with AgentRunPersister(db, privacy=store_level) as store:
+    with open_audit_store(db, privacy=store_level) as store:
         result = ToolLoop(ScriptedProvider(turns), host, persister=store, privacy=loop_level).run(
             f"say {CANARY}"
         )
@@ -94,39 +95,37 @@ def run_once(db: Path, store_level: Any, loop_level: Any) -> str:
     ],
 )
 def test_the_loop_never_widens_its_store(
-    tmp_path: Path, store_level: Any, loop_level: Any, expected: str
+    store_target: str, store_level: Any, loop_level: Any, expected: str
 ) -> None:
-    """A persister constructed at a level is the ceiling of every run it records; a loop that
-    named no level asks for nothing; the recorded level is the one applied (file bytes)."""
-    db = tmp_path / "audit.db"
-    assert run_once(db, store_level, loop_level) == expected
+    """A store opened at a level is the ceiling of every run it records; a loop that named no
+    level asks for nothing; the recorded level is the one applied (the file's bytes, the
+    server's rows)."""
+    assert run_once(store_target, store_level, loop_level) == expected
     if expected in ("none", "metadata"):
-        assert files_holding(db, [CANARY]) == {}
+        assert CANARY not in stored_text(store_target)
     else:
-        assert CANARY in files_holding(db, [CANARY])
+        assert CANARY in stored_text(store_target)
 
 
 def test_an_environment_at_full_does_not_widen_a_store_at_none(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "full")
-    db = tmp_path / "audit.db"
-    assert run_once(db, "none", None) == "none"
-    assert run_once(db, "none", "full") == "none"
-    assert files_holding(db, [CANARY]) == {}
+    assert run_once(store_target, "none", None) == "none"
+    assert run_once(store_target, "none", "full") == "none"
+    assert CANARY not in stored_text(store_target)
 
 
 def test_an_environment_at_metadata_caps_a_loop_at_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "metadata")
-    db = tmp_path / "audit.db"
-    assert run_once(db, None, "full") == "metadata"
-    assert files_holding(db, [CANARY]) == {}
+    assert run_once(store_target, None, "full") == "metadata"
+    assert CANARY not in stored_text(store_target)
 
 
-def test_begin_applies_the_stricter_of_store_and_request(tmp_path: Path) -> None:
-    with AgentRunPersister(tmp_path / "audit.db", privacy="redacted") as store:
+def test_begin_applies_the_stricter_of_store_and_request(store_target: str) -> None:
+    with open_audit_store(store_target, privacy="redacted") as store:
         assert store.get_run(store.begin(privacy="full"))["privacy_level"] == "redacted"
         assert store.get_run(store.begin(meta={"privacy": "full"}))["privacy_level"] == "redacted"
         assert store.get_run(store.begin(privacy="none"))["privacy_level"] == "none"

