@@ -176,10 +176,17 @@ def bound_result(value: object) -> ToolResult | None:
     if type(fields) is not tuple or len(fields) != 3:
         return None
     raw_content, is_error, artifacts = fields
-    # One character more than the cap tells bound_content that the content is over it.
-    content = read_str(raw_content, MAX_CONTENT_BYTES + 1)
-    if content is None:
-        return None
+    # Short ASCII text, exactly a str (the common case): what read_str and bound_content would
+    # return unchanged, taken as it is.
+    exact = type(raw_content) is str
+    if exact and len(raw_content) <= _SHORT and raw_content.isascii():  # pragma: no mutate
+        content = raw_content
+    else:
+        # One character more than the cap tells bound_content that the content is over it.
+        text = read_str(raw_content, MAX_CONTENT_BYTES + 1)
+        if text is None:
+            return None
+        content = bound_content(text)
     if type(is_error) is not bool or type(artifacts) is not tuple:
         return None
     bounded: tuple[Artifact, ...] = ()
@@ -190,10 +197,10 @@ def bound_result(value: object) -> ToolResult | None:
             return None
         else:
             bounded = bound_artifacts(artifacts)
-    # The fast path for short ASCII text, which bound_content would return unchanged.
-    if not (content.isascii() and len(content) <= MAX_CONTENT_BYTES):  # pragma: no mutate
-        content = bound_content(content)
     return ToolResult._build(content, is_error, bounded)
+
+
+_SHORT: Final = MAX_CONTENT_BYTES  # ASCII text this long is within the cap
 
 
 # -- the walk ---------------------------------------------------------------------------------
@@ -811,7 +818,7 @@ def _odd_dict(
     ``str`` and coerced one by one: a key that is not a string, or that collides with another
     once coerced, refuses the whole list. The values are read with the level's."""
     for raw_key, value in pairs:
-        key = read_str(raw_key)
+        key = read_str(raw_key, MAX_ARTIFACT_BYTES + 1)
         if key is None:
             raise _UNENCODABLE
         budget -= len(key)
