@@ -31,8 +31,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchmarks.bench_audit import make_steps  # noqa: E402
+from rows_audit import tool_steps as make_steps  # noqa: E402
+
 from nr_llm_core.encoding import encode_json_str  # noqa: E402
 from nr_llm_core.privacy import PrivacyLevel, RunStepPrivacyFilter  # noqa: E402
 from nr_llm_core.stores import open_store  # noqa: E402

@@ -10,6 +10,7 @@ raises :class:`~nr_llm_core.failures.InvalidArguments`, worded in host vocabular
 from __future__ import annotations
 
 import inspect
+import keyword
 import re
 import typing
 from collections.abc import Callable
@@ -78,6 +79,7 @@ class FunctionTool(Generic[P, R]):
         self._arguments_class = arguments_class
         self._parameters = parameters
         self._context_parameter = context_parameter
+        self._plain = _plain_call(function, arguments_class, context_parameter)
         self.__name__ = getattr(function, "__name__", spec.name)
         self.__qualname__ = getattr(function, "__qualname__", spec.name)
         self.__module__ = getattr(function, "__module__", __name__)
@@ -106,6 +108,16 @@ class FunctionTool(Generic[P, R]):
         rides only in its ``exception_type`` and ``message``, which the seam keeps for the
         trace and never puts in the result.
         """
+        plain = self._plain
+        if plain is not None and type(arguments) is dict:
+            # Parameters of the four JSON scalar types, each argument given with exactly its
+            # parameter's type and none extra: structuring would return every value as it is,
+            # so the converter is not run. Anything else (3.0 for an int, a missing or an
+            # unexpected key …) goes through the converter, which refuses or converts it
+            # exactly as before.
+            value = plain(arguments, context)
+            if value is not _MISSING:
+                return ToolResult.text(value) if type(value) is str else value
         try:
             structured: Any = _CONVERTER.structure(arguments, self._arguments_class)
         except Exception as exc:
@@ -127,6 +139,50 @@ class FunctionTool(Generic[P, R]):
             return ToolResult.text(value)
         # A ToolResult goes on as it is; anything else is left for the seam to refuse.
         return value
+
+
+#: The types whose strict structuring returns an argument of that exact type as it is.
+_PLAIN_TYPES: Final = frozenset({str, bool, int, float})
+
+
+def _plain_call(
+    function: Callable[..., Any], arguments_class: type, context_parameter: str | None
+) -> Callable[[dict[str, Any], ToolContext | None], object] | None:
+    """A function that calls ``function`` with ``arguments`` as they are when every parameter
+    is of :data:`_PLAIN_TYPES` and each is given with exactly its type (a finite float for a
+    float), and returns :data:`_MISSING` otherwise; ``None`` when some parameter is of another
+    type. Generated, as cattrs generates its structuring code: one test per parameter."""
+    fields = attrs.fields(arguments_class)
+    names = [field.name for field in fields]
+    if context_parameter is not None:
+        names.append(context_parameter)
+    if any(f.type not in _PLAIN_TYPES for f in fields) or not all(
+        n.isidentifier() and not keyword.iskeyword(n) for n in names
+    ):
+        return None
+    lines = [
+        "def call(arguments, context):",
+        f"    if len(arguments) != {len(fields)}:",
+        "        return MISSING",
+    ]
+    passed = []
+    for index, field in enumerate(fields):
+        value = f"v{index}"
+        lines.append(f"    {value} = arguments.get({field.name!r}, MISSING)")
+        kind = field.type.__name__
+        test = f"type({value}) is not {kind}"
+        if field.type is float:
+            test += f" or {value} - {value} != 0.0"  # infinities and NaN give NaN
+        lines.append(f"    if {test}:")
+        lines.append("        return MISSING")
+        passed.append(f"{field.name}={value}")
+    if context_parameter is not None:
+        passed.append(f"{context_parameter}=context")
+    lines.append(f"    return function({', '.join(passed)})")
+    namespace: dict[str, Any] = {"MISSING": _MISSING, "function": function}
+    exec("\n".join(lines), namespace)  # noqa: S102 (names checked: identifiers only)
+    call: Callable[[dict[str, Any], ToolContext | None], object] = namespace["call"]
+    return call
 
 
 def _build(

@@ -14,6 +14,7 @@ ADR 0010.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final, final
 
@@ -23,7 +24,7 @@ from nr_llm_core.messages import ChatMessage, Role, ToolCall
 from nr_llm_core.providers.base import TrustZone
 from nr_llm_core.results import DataClass
 
-__all__ = ["DataClassOf", "ZoneView", "zone_view"]
+__all__ = ["DataClassOf", "ZoneConversation", "ZoneView", "zone_view"]
 
 #: ``name -> data class`` of an installed tool (undeclared: the strictest); ``None`` when no
 #: tool of that name is installed.
@@ -131,48 +132,109 @@ def zone_view(
     written from this view, so they are never replaced for following withheld output
     (``None``: every message came from elsewhere, the strictest reading).
     """
-    ceiling = zone.ceiling.rank
-    own_from = len(messages) if written_here is None else written_here
-    view: list[ChatMessage] = []
-    open_calls: dict[str, list[_Origin]] = {}
-    replaced_ids: set[str] = set()  # the model's ids of calls in replaced turns
-    host_ids = itertools.count(1)
-    withheld = derived = 0
-    for index, message in enumerate(messages):
+    return ZoneConversation(zone, data_class_of, written_here=written_here).view(messages)
+
+
+@final
+class ZoneConversation:
+    """:func:`zone_view` of a history that grows: each :meth:`view` reads only the messages
+    appended since the last one, so a run's rounds cost what they add, not the whole history.
+
+    ``view(messages)`` is always exactly ``zone_view(messages, zone, data_class_of,
+    written_here=written_here)``: the messages already read must be the same objects, in the
+    same order, at the start of ``messages``, and every tool's data class that decided a
+    message must still be what ``data_class_of`` says; if either has changed, the view is
+    read again from the first message. Messages are immutable values, so the objects being
+    the same means their content is. Not for use by two threads at once (a run is driven by
+    one).
+    """
+
+    def __init__(
+        self, zone: TrustZone, data_class_of: DataClassOf, *, written_here: int | None = None
+    ) -> None:
+        self.zone = zone
+        self._data_class_of = data_class_of
+        # None: every message came from elsewhere, however many are appended later.
+        self._own_from = written_here
+        self._reset()
+
+    def _reset(self) -> None:
+        self._read: list[ChatMessage] = []
+        self._view: list[ChatMessage] = []
+        self._open_calls: dict[str, list[_Origin]] = {}
+        self._replaced_ids: set[str] = set()  # the model's ids of calls in replaced turns
+        self._host_ids = itertools.count(1)
+        self._withheld = 0
+        self._derived = 0
+        # Every answer of data_class_of the view depends on, to check before reading on.
+        self._asked: dict[str, DataClass | None] = {}
+
+    def view(self, messages: Sequence[ChatMessage]) -> ZoneView:
+        """The zone's view of ``messages`` (see the class)."""
+        read = self._read
+        if (
+            len(messages) < len(read)
+            or not all(map(operator.is_, messages, read))
+            or any(self._data_class_of(name) != known for name, known in self._asked.items())
+        ):
+            self._reset()
+            read = self._read
+        for index in range(len(read), len(messages)):
+            message = messages[index]
+            self._add(index, message)
+            read.append(message)
+        return ZoneView(
+            zone=self.zone,
+            messages=tuple(self._view),
+            withheld_outputs=self._withheld,
+            derived=self._derived,
+        )
+
+    def _class_of(self, name: str) -> DataClass | None:
+        data_class = self._asked[name] = self._data_class_of(name)
+        return data_class
+
+    def _add(self, index: int, message: ChatMessage) -> None:
+        zone = self.zone
+        view = self._view
         if message.role is Role.ASSISTANT:
-            replace = withheld > 0 and index < own_from
-            sent = _replaced_turn(message, zone, data_class_of, host_ids) if replace else message
+            replace = self._withheld > 0 and (self._own_from is None or index < self._own_from)
+            sent = (
+                _replaced_turn(message, zone, self._class_of, self._host_ids)
+                if replace
+                else message
+            )
             for model_call, sent_call in zip(message.tool_calls, sent.tool_calls, strict=True):
                 entry = _Origin(model_call.name, replace, sent_call.id)
-                open_calls.setdefault(model_call.id, []).append(entry)
+                self._open_calls.setdefault(model_call.id, []).append(entry)
                 if replace:
-                    replaced_ids.add(model_call.id)
+                    self._replaced_ids.add(model_call.id)
             view.append(sent)
-            derived += replace
-            continue
+            self._derived += replace
+            return
         if message.role is not Role.TOOL:
             view.append(message)  # system and user messages are the host's and the user's
-            continue
+            return
         call_id = message.tool_call_id or ""
-        pending = open_calls.pop(call_id, [])
+        pending = self._open_calls.pop(call_id, [])
         if len(pending) > 1:  # two unanswered calls share this id: which one is unknowable
-            open_calls[call_id] = pending[1:]
+            self._open_calls[call_id] = pending[1:]
         origin = pending[0] if len(pending) == 1 else None
         if origin is not None and origin.derived:
             view.append(ChatMessage.tool_result(origin.wire_id, _derived_output(zone)))
-            derived += 1
-            continue
+            self._derived += 1
+            return
         if origin is not None and _says_not_run(message.content, origin.name):
             view.append(message)
-            continue
-        data_class = None if origin is None else data_class_of(origin.name)
-        if (data_class or _STRICTEST).rank <= ceiling:
+            return
+        data_class = None if origin is None else self._class_of(origin.name)
+        if (data_class or _STRICTEST).rank <= zone.ceiling.rank:
             view.append(message)
-            continue
+            return
         if origin is not None:
             wire_id = origin.wire_id
-        elif call_id in replaced_ids:  # the id itself was written after withheld output
-            wire_id = f"withheld_call_{next(host_ids)}"
+        elif call_id in self._replaced_ids:  # the id itself was written after withheld output
+            wire_id = f"withheld_call_{next(self._host_ids)}"
         else:
             wire_id = call_id
         if origin is None or data_class is None:
@@ -180,8 +242,7 @@ def zone_view(
         else:
             replacement = _over_ceiling(origin.name, data_class, zone)
         view.append(ChatMessage.tool_result(wire_id, replacement))
-        withheld += 1
-    return ZoneView(zone=zone, messages=tuple(view), withheld_outputs=withheld, derived=derived)
+        self._withheld += 1
 
 
 def _replaced_turn(

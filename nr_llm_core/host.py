@@ -499,9 +499,7 @@ class ToolHost:
         :class:`~nr_llm_core.ToolLoop` and the playground do with
         :func:`nr_llm_core.encoding.json_copy`.
         """
-        return self.invoke_traced(
-            name, arguments, allowed=allowed, context=context, timeout=timeout
-        )[0]
+        return self._invoke(name, arguments, allowed, context, timeout)[0]
 
     def invoke_traced(
         self,
@@ -520,6 +518,17 @@ class ToolHost:
         for a run's trace, where the privacy filter treats it as content (``tool_error``); it
         is never part of the result.
         """
+        return self._invoke(name, arguments, allowed, context, timeout)
+
+    def _invoke(
+        self,
+        name: str,
+        arguments: Any,
+        allowed: Collection[str] | None,
+        context: ToolContext | None,
+        timeout: float | None,
+    ) -> tuple[ToolResult, ToolFailure | None]:
+        # Both public methods, positionally: this runs for every tool call.
         tool = self._table.get(name) if type(name) is str else None
         if tool is None:
             return error_result(FailureKind.UNKNOWN_TOOL, _display_name(name))

@@ -14,6 +14,7 @@ caller.
 from __future__ import annotations
 
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -25,7 +26,7 @@ from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.errors import ApprovalError, ProviderError
-from nr_llm_core.exposure import zone_view
+from nr_llm_core.exposure import ZoneConversation
 from nr_llm_core.failures import (
     FailureKind,
     Phrase,
@@ -80,6 +81,12 @@ class _Run:
     # Messages from this index on were written while this loop's provider drove the run (see
     # exposure.zone_view); those before came from the caller or a suspended state.
     written_here: int = 0
+    # The zone's view of the history, read on as the history grows.
+    zone: ZoneConversation | None = None
+    # The messages of the last request and their records for the request step: a round builds
+    # only the records of the messages it adds.
+    sent: tuple[ChatMessage, ...] = ()
+    records: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 def _bounded(text: str) -> str:
@@ -255,7 +262,10 @@ class ToolLoop:
         return self._drive(run)
 
     def _drive(self, run: _Run) -> ToolLoopResult:
+        # Messages from here on are written while this loop's provider drives the run (see
+        # exposure.zone_view); those before came from the caller or a suspended state.
         run.written_here = len(run.messages)
+        run.zone = None
         offer = self.offer(run.allowed)
         offered = frozenset(s.name for s in offer)
         while True:
@@ -294,15 +304,13 @@ class ToolLoop:
         """The next completion, or the host-worded reason the provider failed."""
         round_no = run.iterations + 1
         # Every request is built from the zone's view of the history, never the history itself.
-        view = zone_view(
-            run.messages,
-            zone_of(self.provider),
-            self._data_class_of,
-            written_here=run.written_here,
-        )
+        zone = zone_of(self.provider)
+        if run.zone is None or run.zone.zone is not zone:
+            run.zone = ZoneConversation(zone, self._data_class_of, written_here=run.written_here)
+        view = run.zone.view(run.messages)
         run.trace.record(
             RunStep.request(
-                round=round_no, messages=[m.to_dict() for m in view.messages], notes=view.notes()
+                round=round_no, messages=_records(run, view.messages), notes=view.notes()
             )
         )
         started = time.perf_counter()
@@ -587,6 +595,17 @@ class ToolLoop:
         )
         if claimed.get("digest") != state.digest:  # the digest covers every field
             raise ApprovalError("stale approval: the run's pending turn has changed")
+
+
+def _records(run: _Run, messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
+    """The record of each message sent, built once per message: the zone's view of a run
+    only grows, so the last request's messages are where this one's start."""
+    sent, records = run.sent, run.records
+    if len(sent) > len(messages) or not all(map(operator.is_, sent, messages)):
+        sent, records = (), []
+    records.extend(m.to_dict() for m in messages[len(sent) :])
+    run.sent, run.records = messages, records
+    return records
 
 
 def _valid_completion(value: object) -> bool:

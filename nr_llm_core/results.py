@@ -171,11 +171,15 @@ class ToolResult:
     @classmethod
     def text(cls, content: str, *artifacts: Artifact) -> ToolResult:
         """A successful result: ``content`` for the model, ``artifacts`` for people and audit."""
-        _require_str(content, "content")
+        if type(content) is not str:
+            _require_str(content, "content")
         for a in artifacts:
             if not isinstance(a, Artifact):
                 raise TypeError(f"artifacts must be Artifact values, not {type(a).__name__}")
-        return ToolResult._build(content, False, artifacts)
+        # ToolResult._build, inline: this runs for most tool calls.
+        self = _new_result(ToolResult)
+        _set_fields(self, (content, False, artifacts))
+        return self
 
     @classmethod
     def error(cls, content: str) -> ToolResult:

@@ -69,6 +69,7 @@ __all__ = [
     "check_base_url",
     "check_ca_bundle",
     "check_proxy_url",
+    "encode_request",
     "retry_observer",
     "shown_proxy",
     "shown_url",
@@ -119,7 +120,9 @@ class _BrokenAnswer(Exception):
         self.kind = kind
 
 
-def _encode_request(payload: Any) -> bytes:
+def encode_request(payload: Any) -> bytes:
+    """A request body's bytes: the shared encoder's, or, when a caller's text holds a lone
+    surrogate, the same JSON with every non-ASCII character escaped."""
     try:
         return encode_json(payload)
     except EncodeError:
@@ -235,9 +238,13 @@ class JsonPoster:
         """POST ``payload`` and return the decoded object. 429/5xx answers, connections that
         could not be opened and connections that broke are retried up to ``max_retries``
         times; a request that timed out once the server had it is not (see the module)."""
+        return self.post_body(url, headers, encode_request(payload))
+
+    def post_body(self, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+        """:meth:`post` of a body already encoded (by :func:`encode_request`, or fragment by
+        fragment as :mod:`nr_llm_core.providers._body` does)."""
         import httpx
 
-        body = _encode_request(payload)
         client = self._http()
         where = f"{self.what} at {shown_url(url)}"
         via = " through the proxy" if self._proxy is not None else ""

@@ -8,7 +8,8 @@ from typing import Any, Final, final
 
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import HttpProviderBase
+from nr_llm_core.providers._body import MessageFragments, fragment, spliced
+from nr_llm_core.providers._http import HttpProviderBase, encode_request
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import (
     DEFAULT_MAX_TOKENS,
@@ -20,7 +21,13 @@ from nr_llm_core.providers.base import (
 )
 from nr_llm_core.results import ToolSpec
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_messages", "anthropic_tools"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "AnthropicProvider",
+    "anthropic_blocks",
+    "anthropic_messages",
+    "anthropic_tools",
+]
 
 ENV_API_KEY: Final = "ANTHROPIC_API_KEY"
 ANTHROPIC_VERSION: Final = "2023-06-01"
@@ -62,24 +69,11 @@ def anthropic_messages(
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     for m in messages:
-        blocks: list[dict[str, Any]] = []
         if m.role is Role.SYSTEM:
             if m.content:
                 system.append(m.content)
             continue
-        if m.role is Role.TOOL:
-            role = "user"
-            blocks.append(
-                {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
-            )
-        else:
-            role = m.role.value
-            if m.content:  # the API refuses empty text blocks
-                blocks.append({"type": "text", "text": m.content})
-            blocks.extend(
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                for c in m.tool_calls
-            )
+        role, blocks = anthropic_blocks(m)
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -87,6 +81,73 @@ def anthropic_messages(
         else:
             turns.append({"role": role, "content": blocks})
     return ("\n\n".join(system) if system else None), turns
+
+
+def anthropic_blocks(m: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    """The role of the turn a non-system message goes into, and its content blocks (none for
+    an assistant message without text or calls)."""
+    if m.role is Role.TOOL:
+        return "user", [
+            {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+        ]
+    blocks: list[dict[str, Any]] = []
+    if m.content:  # the API refuses empty text blocks
+        blocks.append({"type": "text", "text": m.content})
+    blocks.extend(
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+    )
+    return m.role.value, blocks
+
+
+#: A message's part of the body: the system text it adds (``""`` for none), and the role of its
+#: turn with its blocks encoded and joined by commas (``b""`` for none); ``None`` when a block
+#: cannot be encoded.
+_Encoded = tuple[str, str, bytes] | None
+_TURN_STARTS: Final = {
+    "user": b'{"role":"user","content":[',
+    "assistant": b'{"role":"assistant","content":[',
+}
+
+
+def _encoded_message(m: ChatMessage) -> _Encoded:
+    if m.role is Role.SYSTEM:
+        return m.content or "", "", b""
+    role, blocks = anthropic_blocks(m)
+    encoded: list[bytes] = []
+    for block in blocks:
+        data = fragment(block)
+        if data is None:
+            return None
+        encoded.append(data)
+    return "", role, b",".join(encoded)
+
+
+def _encoded_turns(parts: Sequence[_Encoded]) -> tuple[list[str], bytes] | None:
+    """The system texts and the ``messages`` array from each message's part, merged as
+    :func:`anthropic_messages` merges them; ``None`` when a part could not be encoded."""
+    system: list[str] = []
+    chunks: list[bytes] = [b"["]
+    open_role = ""
+    for part in parts:
+        if part is None:
+            return None
+        text, role, data = part
+        if text:
+            system.append(text)
+        if not data:  # a system message, or no blocks: no turn
+            continue
+        if role == open_role:
+            chunks.append(b",")
+        else:
+            if open_role:
+                chunks.append(b"]},")
+            chunks.append(_TURN_STARTS[role])
+            open_role = role
+        chunks.append(data)
+    if open_role:
+        chunks.append(b"]}")
+    chunks.append(b"]")
+    return system, b"".join(chunks)
 
 
 def _int(value: object) -> int:
@@ -134,6 +195,7 @@ class AnthropicProvider(HttpProviderBase):
     ) -> None:
         self.model = model
         self.trust_zone = TrustZone(trust_zone)
+        self._fragments = MessageFragments(_encoded_message)
         self._connect(
             "the Anthropic provider",
             base_url=base_url,
@@ -169,10 +231,29 @@ class AnthropicProvider(HttpProviderBase):
         }
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        data = self._poster.post(
-            f"{self.base_url}/v1/messages", headers, self.request_body(messages, tools)
+        data = self._poster.post_body(
+            f"{self.base_url}/v1/messages", headers, self.request_bytes(messages, tools)
         )
         return parse_anthropic_response(data)
+
+    def request_bytes(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> bytes:
+        """:meth:`request_body` encoded, byte for byte what the shared encoder writes for it,
+        from each message's bytes kept since an earlier request of the same conversation."""
+        turns = _encoded_turns(self._fragments.of(messages))
+        head = fragment({"model": self.model, "max_tokens": self.max_tokens})
+        offered = fragment(anthropic_tools(tools)) if tools else b""
+        system = b""
+        if turns is not None and turns[0]:
+            system = fragment("\n\n".join(turns[0])) or b""
+        if turns is None or head is None or offered is None or (turns[0] and not system):
+            return encode_request(self.request_body(messages, tools))
+        pairs = []
+        if system:
+            pairs.append((b'"system"', system))
+        pairs.append((b'"messages"', turns[1]))
+        if tools:
+            pairs.append((b'"tools"', offered))
+        return spliced(head, pairs)
 
 
 def parse_anthropic_response(data: dict[str, Any]) -> Completion:

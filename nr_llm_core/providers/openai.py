@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal, final
 from urllib.parse import urlsplit
 
-from nr_llm_core.encoding import encode_json_str
+from nr_llm_core.encoding import EncodeError, encode_json_str
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
-from nr_llm_core.providers._http import HttpProviderBase
+from nr_llm_core.providers._body import MessageFragments, fragment, spliced
+from nr_llm_core.providers._http import HttpProviderBase, encode_request
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import (
     DEFAULT_MAX_TOKENS,
@@ -22,7 +23,7 @@ from nr_llm_core.providers.base import (
 )
 from nr_llm_core.results import ToolSpec
 
-__all__ = ["OpenAIChatProvider", "openai_messages", "openai_tools"]
+__all__ = ["OpenAIChatProvider", "openai_message", "openai_messages", "openai_tools"]
 
 ENV_API_KEY: Final = "OPENAI_API_KEY"
 #: OpenAI's own API: it refuses every request without a key.
@@ -47,33 +48,39 @@ def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """The ``messages`` array: content strings, tool calls (arguments as a JSON string), and
     ``role: tool`` answers with their ``tool_call_id``. Nothing else exists to send."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role is Role.TOOL:
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-        elif m.role is Role.ASSISTANT and m.tool_calls:
-            out.append(
+    return [openai_message(m) for m in messages]
+
+
+def openai_message(m: ChatMessage) -> dict[str, Any]:
+    """One message of the ``messages`` array (see :func:`openai_messages`)."""
+    if m.role is Role.TOOL:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.role is Role.ASSISTANT and m.tool_calls:
+        return {
+            "role": "assistant",
+            "content": m.content,
+            "tool_calls": [
                 {
-                    "role": "assistant",
-                    "content": m.content,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {
-                                "name": c.name,
-                                # A call whose arguments could not be read goes back as "{}":
-                                # the model learns why from the tool message that answers it.
-                                "arguments": encode_json_str(c.arguments),
-                            },
-                        }
-                        for c in m.tool_calls
-                    ],
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        # A call whose arguments could not be read goes back as "{}": the
+                        # model learns why from the tool message that answers it.
+                        "arguments": encode_json_str(c.arguments),
+                    },
                 }
-            )
-        else:
-            out.append({"role": m.role.value, "content": m.content})
-    return out
+                for c in m.tool_calls
+            ],
+        }
+    return {"role": m.role.value, "content": m.content}
+
+
+def _encoded_message(m: ChatMessage) -> bytes | None:
+    try:
+        return fragment(openai_message(m))
+    except EncodeError:  # arguments that are not JSON: the whole body says what to do
+        return None
 
 
 def _int(value: object) -> int:
@@ -167,6 +174,7 @@ class OpenAIChatProvider(HttpProviderBase):
             proxy=proxy,
             ca_bundle=ca_bundle,
         )
+        self._fragments = MessageFragments(_encoded_message)
         official = urlsplit(self.base_url).hostname == OPENAI_HOST
         #: The request field that carries ``max_tokens``.
         self.max_tokens_field = max_tokens_field or (
@@ -189,10 +197,25 @@ class OpenAIChatProvider(HttpProviderBase):
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        data = self._poster.post(
-            f"{self.base_url}/chat/completions", headers, self.request_body(messages, tools)
+        data = self._poster.post_body(
+            f"{self.base_url}/chat/completions", headers, self.request_bytes(messages, tools)
         )
         return parse_openai_response(data)
+
+    def request_bytes(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> bytes:
+        """:meth:`request_body` encoded, byte for byte what the shared encoder writes for it,
+        from each message's bytes kept since an earlier request of the same conversation."""
+        parts = self._fragments.of(messages)
+        head = fragment(
+            {**self.extra_body, "model": self.model, self.max_tokens_field: self.max_tokens}
+        )
+        offered = fragment(openai_tools(tools)) if tools else b""
+        if head is None or offered is None or None in parts:
+            return encode_request(self.request_body(messages, tools))
+        pairs = [(b'"messages"', b"[" + b",".join(parts) + b"]")]
+        if tools:
+            pairs.append((b'"tools"', offered))
+        return spliced(head, pairs)
 
 
 def parse_openai_response(data: dict[str, Any]) -> Completion:

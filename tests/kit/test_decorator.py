@@ -469,3 +469,54 @@ def test_decorating_twice_or_a_class_is_refused() -> None:
         tool(plain)
     with pytest.raises(TypeError, match="decorates a function"):
         tool(Point)
+
+
+@tool
+def scalars(
+    count: int, ratio: float, flag: bool, word: str, context: ToolContext | None = None, n: int = 5
+) -> str:
+    """Show what arrived, with its type.
+
+    Args:
+        count: A count.
+        ratio: A ratio.
+        flag: A flag.
+        word: A word.
+        n: A number.
+    """
+    shown = {"count": count, "ratio": ratio, "flag": flag, "word": word, "n": n}
+    return repr({k: (type(v).__name__, v) for k, v in shown.items()}) + f" ctx={context!r}"
+
+
+_ODD_VALUES = [0, 7, -1, 3.0, 2.5, float("inf"), float("nan"), True, False, "x", "", None, [1]]
+
+
+@pytest.mark.parametrize("count", [0, -1, 3.0, True, "7", None])
+@pytest.mark.parametrize("ratio", _ODD_VALUES)
+@pytest.mark.parametrize("flag", [True, 1, None])
+@pytest.mark.parametrize("extra", [{}, {"n": 2}, {"n": 2.0}, {"n": False}, {"other": 1}])
+def test_plain_parameters_skip_the_converter_only_where_it_would_change_nothing(
+    count: Any, ratio: Any, flag: Any, extra: dict[str, Any]
+) -> None:
+    """Parameters of the four JSON scalar types are passed on without the converter when every
+    argument has exactly its parameter's type: for every mix of values (integral floats for an
+    int, an int for a float, bools for numbers, infinities, NaN, missing and unexpected keys),
+    the result, or the refusal, is the converter's own."""
+    assert scalars._plain is not None
+    arguments = {"count": count, "ratio": ratio, "flag": flag, "word": "w", **extra}
+    converter_only = FunctionTool(
+        scalars.function,
+        scalars.spec,
+        scalars._arguments_class,
+        scalars._parameters,
+        scalars._context_parameter,
+    )
+    converter_only._plain = None
+
+    def outcome(tool_: FunctionTool[Any, Any]) -> Any:
+        try:
+            return tool_.execute(dict(arguments), "ctx")  # type: ignore[arg-type]
+        except InvalidArguments as exc:
+            return ("refused", exc.problems)
+
+    assert outcome(scalars) == outcome(converter_only)

@@ -285,3 +285,45 @@ def test_the_walk_counts_exactly_the_bytes_the_encoder_writes(
     except _Refused:  # keys that collide once coerced, or too large: nothing to measure
         reject()
     assert size == len(encode_json([a.to_dict() for a in canonical]))
+
+
+# A list of 32 items or more that is not all strings (bounding._LONG_LIST) is read by levels,
+# rows of one length and records with the same keys column by column; a shorter one goes value
+# by value. Both walks must copy and count alike.
+cells = st.one_of(
+    measured_leaves,
+    st.lists(measured_leaves, max_size=2),
+    st.dictionaries(escaped_text, measured_leaves, max_size=2),
+    st.lists(measured_leaves, max_size=2).map(HostileList),
+)
+tables = st.integers(1, 4).flatmap(
+    lambda width: st.lists(
+        st.lists(cells, min_size=width, max_size=width), min_size=32, max_size=40
+    )
+)
+records = st.lists(st.sampled_from(["a", "é", '"', "\ud83d"]), min_size=1, max_size=3).flatmap(
+    lambda names: st.lists(
+        st.tuples(*[cells for _ in names]).map(lambda row: dict(zip(names, row, strict=True))),
+        min_size=32,
+        max_size=40,
+    )
+)
+
+
+@settings(max_examples=max(300, settings.default.max_examples))
+@given(st.one_of(tables, records))
+def test_rows_read_by_column_are_copied_and_counted_as_one_by_one(rows: list[Any]) -> None:
+    # The whole table goes by levels and columns; each row alone (a short list) value by value.
+    # The copies must be the same, and the count the encoder's, byte for byte.
+    from nr_llm_core.bounding import _canonical_artifacts, _Refused
+
+    try:
+        (whole,), size = _canonical_artifacts((forged_artifact({"rows": rows}),))
+    except _Refused:
+        reject()
+    one_by_one = []
+    for row in rows:
+        (alone,), _ = _canonical_artifacts((forged_artifact({"rows": [row]}),))
+        one_by_one.extend(alone.data["rows"])
+    assert whole.data["rows"] == one_by_one
+    assert size == len(encode_json([whole.to_dict()]))
