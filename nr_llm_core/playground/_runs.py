@@ -1,7 +1,8 @@
 """Agent runs for the playground: each in a worker thread, its steps streamed as events.
 
-A run's :class:`~nr_llm_core.trace.RunTrace` listener turns each step into a ``step`` event the
-moment it is recorded and hands it to the request's event loop through a thread-safe call; the
+A run's :class:`~nr_llm_core.trace.RunTrace` listener turns each step into a ``step`` event (the
+record the audit store keeps of it at the run's privacy level, and nothing more) the moment it
+is recorded and hands it to the request's event loop through a thread-safe call; the
 response reads them from an ``asyncio.Queue``. The loop runs on in its thread whatever the
 client does: a client that goes away stops reading, not the run (and the audit store, a trace
 listener of its own, records every step). Events, in order: one ``context``, one ``step`` per
@@ -38,7 +39,6 @@ logger = logging.getLogger("nr_llm.playground")
 
 #: Makes a fresh provider for one run.
 ProviderFactory = Callable[[], Provider]
-_KEEP_TRACES: Final = 64  # recent runs kept in memory (every step, unfiltered)
 _KEEP_WAITING: Final = 500
 Event = dict[str, Any]
 
@@ -109,20 +109,19 @@ class _Stream:
         self.trace = trace
         self._send_context(trace.run_id)
         record = step.to_dict()
+        # The live view shows the record the store keeps at the run's level, through the same
+        # filter: a level that keeps no content shows none either (docs/privacy.md).
         try:
-            persisted = persisted_record(record, self._level)
-        except Exception as exc:  # the filter does not raise; if it ever did, the step still shows
+            shown = persisted_record(record, self._level)
+        except Exception as exc:  # the filter does not raise; if it ever did, show the frame only
             log_exception(logger, "the privacy filter raised on a %s step", step.kind, exc=exc)
-            persisted = {"unavailable": "the privacy filter failed on this step"}
-        self._emit(
-            {
-                "event": "step",
-                "run_id": trace.run_id,
-                "index": self._index,
-                "step": record,
-                "persisted": persisted,
+            shown = {
+                "kind": record.get("kind"),
+                "round": record.get("round"),
+                "duration_ms": record.get("duration_ms"),
+                "unavailable": "the privacy filter failed on this step",
             }
-        )
+        self._emit({"event": "step", "run_id": trace.run_id, "index": self._index, "step": shown})
         self._index += 1
 
     def finish(self, event: Event) -> None:
@@ -161,16 +160,10 @@ class RunManager:
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nr-llm-run")
         self._lock = threading.Lock()
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
-        self._traces: OrderedDict[str, RunTrace] = OrderedDict()
 
     def shutdown(self) -> None:
         """Stop taking work; running threads finish on their own."""
         self.executor.shutdown(wait=False, cancel_futures=True)
-
-    def trace(self, run_id: str) -> RunTrace | None:
-        """The in-memory trace of a recent run (every step, unfiltered), or ``None``."""
-        with self._lock:
-            return self._traces.get(run_id)
 
     def _loop(
         self, provider: Provider, max_rounds: int, privacy: str | None, stream: _Stream
@@ -280,18 +273,9 @@ class RunManager:
                 reason = f"the run failed: {type(exc).__name__}"
                 stream.finish({"event": "error", "run_id": None, "reason": reason})
             else:
-                if result.trace is not None:
-                    self._remember(result.trace)
                 stream.finish(self._terminal(result, setup))
 
         self.executor.submit(job)
-
-    def _remember(self, trace: RunTrace) -> None:
-        with self._lock:
-            self._traces[trace.run_id] = trace
-            self._traces.move_to_end(trace.run_id)
-            while len(self._traces) > _KEEP_TRACES:
-                self._traces.popitem(last=False)
 
     def _recorded_level(self, run_id: str, requested: str) -> str | None:
         # The level the store recorded the run at (it may be stricter than the one asked for);
