@@ -26,7 +26,7 @@ import attrs
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
 from nr_llm_core.audit import AuditStoreError, claimant
-from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
+from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, ConfigurationError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
 from nr_llm_core.playground._store import Store, level_for, persisted_record
@@ -41,6 +41,15 @@ logger = logging.getLogger("nr_llm.playground")
 ProviderFactory = Callable[[], Provider]
 _KEEP_WAITING: Final = 500
 Event = dict[str, Any]
+
+
+def _setup_failure(exc: Exception) -> str:
+    """The reason a run's provider could not be built: a setting's error is host-worded (it
+    names the setting, never a URL or a key); anything else is logged, not shown."""
+    if isinstance(exc, ConfigurationError):
+        return f"the provider could not be set up: {str(exc)[:300]}"
+    log_exception(logger, "a provider factory raised", exc=exc)
+    return "the provider could not be set up"
 
 
 @final
@@ -179,8 +188,8 @@ class RunManager:
         )
 
     def start(self, request: RunRequest) -> AsyncIterator[Event]:
-        """Begin a run; its events, in order (the run itself goes on in a worker)."""
-        provider = self.providers[request.provider]()
+        """Begin a run; its events, in order (the run itself goes on in a worker). A provider
+        that cannot be built ends the events at once with an ``error`` event."""
         # The level shown is the level stored: the stricter of the request and the store.
         level = level_for(self.store, request.privacy)
         context: Event = {
@@ -190,6 +199,11 @@ class RunManager:
             "resumed": False,
         }
         stream = _Stream(asyncio.get_running_loop(), level, context)
+        try:
+            provider = self.providers[request.provider]()
+        except Exception as exc:  # a setting that went bad after start-up (checked there)
+            stream.finish({"event": "error", "run_id": None, "reason": _setup_failure(exc)})
+            return stream.events()
         loop = self._loop(provider, request.max_rounds, request.privacy, stream)
         context["tools"] = [s.name for s in loop.offer(request.allowed)]
         setup = _Setup(
