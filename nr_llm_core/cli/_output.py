@@ -131,13 +131,16 @@ def log_visibly() -> None:
     """Show log records of WARNING and above on stderr through :func:`visible`.
 
     Without it, Python's last-resort handler writes them raw. Only when the application
-    configured no logging (no root handler); a host that did keeps its own.
+    configured no logging (no root handler); a host that did keeps its own. The last-resort
+    handler itself (for a record whose logger does not propagate and has no handler, such as
+    uvicorn's access logger when the access log is off) escapes too.
     """
     root = logging.getLogger()
     if not root.handlers:
         handler = _VisibleStderr(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(message)s"))
         root.addHandler(handler)
+        logging.lastResort = handler
 
 
 def echo_visible(text: str, **kwargs: bool) -> None:
