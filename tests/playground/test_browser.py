@@ -220,6 +220,25 @@ def test_a_tool_that_requires_approval_runs_on_approve_and_run(
     assert page.inner_text("#tool-run") == "Run tool"
 
 
+def test_an_astral_format_character_is_one_unambiguous_escape(
+    page: Any, server: PlaygroundServer
+) -> None:
+    """Tries U+E0001 (a tag character) on the page: its escape must not read as ``\\ue000``
+    followed by ``1``, and must match the command line's."""
+    _open(page, server, "tools")
+    text = "tag\U000e0001x bidi\u202e"
+    marks = page.evaluate(
+        """(text) => {
+            const box = document.createElement("div");
+            window.nrLlm.appendVisible(box, text);
+            return [...box.querySelectorAll("span.ctl")].map((s) => s.textContent);
+        }""",
+        text,
+    )
+    assert marks == ["\\U000e0001", "\\u202e"]
+    assert all(mark in visible(text) for mark in marks)
+
+
 def _kinds(page: Any) -> list[str]:
     items = page.locator("#run-steps > li")
     return [items.nth(i).get_attribute("data-kind") for i in range(items.count())]
