@@ -126,7 +126,8 @@ class ToolHost:
         isolation: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None = None,
     ) -> None:
         self._isolation = as_policy(isolation)
-        self._workers: dict[str | None, WorkerHandle] = {}
+        # One worker per distribution and set of configuration variables its tools see.
+        self._workers: dict[tuple[str | None, frozenset[str]], WorkerHandle] = {}
         self._closers: list[Callable[[], None]] = []
         # A host dropped without close() still stops its workers and external connections
         # (the finalizer holds the dict and the list, not the host).
@@ -272,10 +273,13 @@ class ToolHost:
         from nr_llm_core.isolation.client import WorkerHandle, load_remote
 
         dist = dist_name(ep)
+        # A tool configured by variables of its own gets a worker of its own: no other tool
+        # of its distribution (get_env_raw beside the records tools) can read them.
+        names = policy.env_names(ep.name, dist)
         with self._lock:
-            worker = self._workers.get(dist)
+            worker = self._workers.get((dist, names))
             if worker is None:
-                worker = self._workers[dist] = WorkerHandle(dist, policy)
+                worker = self._workers[(dist, names)] = WorkerHandle(dist, policy, names)
         spec, remote = load_remote(worker, ep.name, policy.load_timeout)
         with self._lock:
             if spec.name in self._table:
@@ -561,7 +565,8 @@ def _own_deadline(runner: OutOfProcess) -> Callable[..., object]:
 
 
 def _close_workers(
-    workers: dict[str | None, WorkerHandle], closers: list[Callable[[], None]]
+    workers: dict[tuple[str | None, frozenset[str]], WorkerHandle],
+    closers: list[Callable[[], None]],
 ) -> None:
     for worker in list(workers.values()):
         worker.close()

@@ -3,7 +3,8 @@
 A step's :meth:`RunStep.to_dict` uses the contract's snake_case keys and holds only the keys its
 kind has. :class:`RunTrace` collects steps and hands each one, as it is recorded, to its
 listeners (the live inspector and the audit persister are two such listeners). The steps here
-are unfiltered: the privacy filter runs in the persister, on the way to storage.
+are unfiltered: the privacy filter runs in each listener that lets a step leave (the persister on
+the way to storage, the playground on the way to the page).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Shared fixtures and settings: no NR_LLM_* variable or user config file from the outside
-changes a test's outcome, no test writes the audit store in the working directory, Hypothesis
-runs under a named profile, and every run ends with the line that reproduces its test order.
+changes a test's outcome, no test writes the audit store in the working directory, a run that
+leaves a new file in the checkout fails (:func:`pytest_sessionfinish`), Hypothesis runs under a
+named profile, and every run ends with the line that reproduces its test order.
 
 Hypothesis profiles, chosen with ``HYPOTHESIS_PROFILE`` (default ``ci``):
 
@@ -20,6 +21,9 @@ the property (the bounding of a 1 GiB string), the test asserts the work done, n
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -75,3 +79,76 @@ def pytest_terminal_summary(
     order = "in file order" if seed is None else f"--randomly-seed={seed}"
     profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
     terminalreporter.write_line(f"test order: {order}; hypothesis profile: {profile}")
+
+
+#: The checkout the suite must leave as it found it.
+CHECKOUT: Final = Path(__file__).resolve().parents[1]
+#: What a run may create in it: the tools' own caches, the interpreter's, the screenshots the
+#: browser tests save on purpose (docs/playground.md), and the environment scripts/test builds.
+_MAY_WRITE: Final = frozenset(
+    {
+        ".git",
+        ".venv",
+        ".hypothesis",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "__pycache__",
+        "test-artifacts",
+        "nr_llm.egg-info",
+    }
+)
+
+
+_BEFORE: Final = pytest.StashKey[set[str]]()
+
+
+def _checkout_files() -> set[str]:
+    """Every file under the checkout, but in the directories a run may write."""
+    found: set[str] = set()
+    for root, dirs, files in os.walk(CHECKOUT):
+        dirs[:] = [d for d in dirs if d not in _MAY_WRITE and not d.endswith(".egg-info")]
+        found.update(os.path.relpath(os.path.join(root, f), CHECKOUT) for f in files)
+    return found
+
+
+#: Written by a command run in the checkout: the records tools' demo database, the default
+#: audit store (./.nr-llm/), and an in-folder build. Checked around every test, so that the
+#: test that wrote one is named.
+_WATCHED: Final = (CHECKOUT / ".nr-llm", CHECKOUT / "build")
+
+
+@pytest.fixture(autouse=True)
+def _writes_nothing_into_the_checkout() -> Iterator[None]:
+    absent = [path for path in _WATCHED if not path.exists()]
+    yield
+    written = [path.name for path in absent if path.exists()]
+    if written:
+        pytest.fail(
+            f"this test wrote {', '.join(written)} into the checkout (run commands in tmp_path)",
+            pytrace=False,
+        )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the checkout's files before any test runs."""
+    session.config.stash[_BEFORE] = _checkout_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when it left a new file in the checkout (a command run without its own
+    working directory writes ``./.nr-llm/…`` there): tests write under ``tmp_path``."""
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    left = sorted(_checkout_files() - before)
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"the tests left {len(left)} new file(s) in the checkout (write under tmp_path): "
+            + ", ".join(left[:20]),
+            red=True,
+        )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -51,18 +51,25 @@ _UNSAFE: Final = re.compile(
 )
 
 
+def _escaped(code: int) -> str:
+    # Python's own forms, each naming exactly one code point: \xXX, \uXXXX, and \UXXXXXXXX
+    # above U+FFFF (``\ue0001`` would read as U+E000 followed by "1").
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def _escape(match: re.Match[str]) -> str:
-    ch = match.group()
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _escaped(ord(match.group()))
 
 
 def visible(text: str, *, keep_newlines: bool = True) -> str:
-    """``text`` with every control and invisible format character shown as an escape."""
+    """``text`` with every control and invisible format character shown as an escape
+    (``\\x1b``, ``\\u202e``, ``\\U000e0001``: each names one code point)."""
     out = _UNSAFE.sub(_escape, text)
     if any(unicodedata.category(c) == "Cf" for c in out if ord(c) > 0x7F):
         out = "".join(
-            f"\\u{ord(c):04x}" if ord(c) > 0x7F and unicodedata.category(c) == "Cf" else c
+            _escaped(ord(c)) if ord(c) > 0x7F and unicodedata.category(c) == "Cf" else c
             for c in out
         )
     if not keep_newlines:
@@ -131,13 +138,16 @@ def log_visibly() -> None:
     """Show log records of WARNING and above on stderr through :func:`visible`.
 
     Without it, Python's last-resort handler writes them raw. Only when the application
-    configured no logging (no root handler); a host that did keeps its own.
+    configured no logging (no root handler); a host that did keeps its own. The last-resort
+    handler itself (for a record whose logger does not propagate and has no handler, such as
+    uvicorn's access logger when the access log is off) escapes too.
     """
     root = logging.getLogger()
     if not root.handlers:
         handler = _VisibleStderr(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(message)s"))
         root.addHandler(handler)
+        logging.lastResort = handler
 
 
 def echo_visible(text: str, **kwargs: bool) -> None:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import webbrowser
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import visible
-from nr_llm_core.cli._providers import ca_bundle_option, make_provider, proxy_option
+from nr_llm_core.cli._providers import (
+    ConfigurationProblem,
+    ca_bundle_option,
+    make_provider,
+    proxy_option,
+)
 from nr_llm_core.cli._session import (
     config_option,
     isolate_option,
@@ -22,8 +27,35 @@ from nr_llm_core.cli._session import (
 from nr_llm_core.cli._store import db_option, store_target
 from nr_llm_core.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Config, load_config
 from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.providers._http import check_base_url
+from nr_llm_core.providers.base import Provider
 
-__all__ = ["playground"]
+__all__ = ["check_providers", "playground"]
+
+
+def _as_setting_error(factory: Callable[[], Provider]) -> Callable[[], Provider]:
+    """``factory``, raising :class:`ConfigurationError` with the command line's host-worded
+    message (which names the flag, variable or file) where it would raise a click error: the
+    playground's run manager knows nothing of click."""
+
+    def build() -> Provider:
+        try:
+            return factory()
+        except click.ClickException as exc:
+            raise ConfigurationError(exc.format_message()) from None
+
+    return build
+
+
+def check_providers(providers: Mapping[str, Callable[[], Provider]]) -> None:
+    """Build (and close) one provider of each factory, so that a setting that cannot work
+    (a bad ``OPENAI_BASE_URL``, a missing key) stops the command at start-up with the error
+    ``nr-llm run`` gives, not the first run. The messages never quote a URL or a key."""
+    for factory in providers.values():
+        provider = factory()
+        close = getattr(provider, "close", None)
+        if callable(close):
+            close()
 
 
 def _providers(
@@ -33,14 +65,16 @@ def _providers(
     proxy: str | None = None,
     ca_bundle: str | None = None,
     config: Config | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Callable[[], Provider]]:
     """Scripted always; OpenAI-compatible or Anthropic when configured (a base URL from the
     flag, the environment or the config file, or a key from the environment or the keys
     file), both through ``proxy`` and trusting ``ca_bundle`` when there are."""
     from nr_llm_core.keys import key_status
 
     config = config if config is not None else load_config()
-    out: dict[str, Any] = {"scripted": lambda: make_provider("scripted", config=config)}
+    out: dict[str, Callable[[], Provider]] = {
+        "scripted": lambda: make_provider("scripted", config=config)
+    }
     openai_url = config.provider("openai").source("base_url").kind != "default"
     if openai_base_url or openai_url or key_status("OPENAI_API_KEY").source:
         out["openai"] = lambda: make_provider(
@@ -55,7 +89,18 @@ def _providers(
         out["anthropic"] = lambda: make_provider(
             "anthropic", config=config, model=anthropic_model, proxy=proxy, ca_bundle=ca_bundle
         )
-    return out
+    return {name: _as_setting_error(factory) for name, factory in out.items()}
+
+
+def _checked_base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--openai-base-url``, refused by its own name when it cannot work (the message never
+    quotes the URL, which may hold a password)."""
+    if not value:
+        return None
+    try:
+        return check_base_url(value)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 @click.command("playground")
@@ -66,6 +111,7 @@ def _providers(
 @click.option(
     "--openai-base-url",
     default=None,
+    callback=_checked_base_url,
     help="Offer an OpenAI-compatible provider at this API root (offered anyway when "
     "OPENAI_API_KEY, a stored key or OPENAI_BASE_URL is set). [default: $OPENAI_BASE_URL, else "
     f"the config file's [providers.openai] base_url, else {DEFAULT_BASE_URLS['openai']}]",
@@ -113,6 +159,11 @@ def playground(
             f"reinstall nr-llm ({exc.name} is missing)"
         ) from None
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
+    providers = _providers(openai_base_url, openai_model, anthropic_model, proxy, ca_bundle, config)
+    try:
+        check_providers(providers)  # before the tools and the store open, as for `run`
+    except ConfigurationError as exc:
+        raise ConfigurationProblem(str(exc)) from None
     if not is_loopback(bind):
         click.echo(
             f"warning: binding {bind}: the playground is meant for this machine only; "
@@ -129,9 +180,7 @@ def playground(
         stack.callback(store.close)
         server = PlaygroundServer(
             host,
-            providers=_providers(
-                openai_base_url, openai_model, anthropic_model, proxy, ca_bundle, config
-            ),
+            providers=providers,
             store=store,
             bind=bind,
             port=port,

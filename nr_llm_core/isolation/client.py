@@ -73,9 +73,16 @@ class WorkerHandle:
     time it takes to kill the worker.
     """
 
-    def __init__(self, distribution: str | None, policy: IsolationPolicy) -> None:
+    def __init__(
+        self,
+        distribution: str | None,
+        policy: IsolationPolicy,
+        env_names: frozenset[str] = frozenset(),
+    ) -> None:
         self.distribution = distribution
         self.policy = policy
+        #: The variables of its tools' own configuration it sees (besides the allow-list).
+        self.env_names = env_names
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         #: The tools this worker serves (added as each is loaded at discovery).
@@ -192,7 +199,7 @@ class WorkerHandle:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None if self.policy.stderr == "inherit" else subprocess.DEVNULL,
-            env=worker_environment(self.policy),
+            env=worker_environment(self.policy, self.env_names),
             close_fds=True,
             # Its own process group, so that a kill reaches whatever the tool forked too.
             start_new_session=True,

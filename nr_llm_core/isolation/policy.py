@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -12,6 +13,8 @@ import attrs
 from nr_llm_core.isolation.frames import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = [
+    "BUILTIN_DISTRIBUTION",
+    "BUILTIN_TOOL_ENV",
     "ENV_ALLOW_LIST",
     "ENV_ISOLATE",
     "IsolationPolicy",
@@ -40,6 +43,31 @@ ENV_ALLOW_LIST: Final = frozenset(
     }
 )
 
+#: The distribution the builtin tools come with (nr-llm itself).
+BUILTIN_DISTRIBUTION: Final = "nr-llm"
+_RECORDS_ENV: Final = frozenset(
+    {
+        "NR_LLM_RECORDS_DB",
+        "NR_LLM_RECORDS_PERSONAL_COLUMNS",
+        "NR_LLM_RECORDS_SENSITIVE_COLUMNS",
+        "NR_LLM_RECORDS_SENSITIVE_TABLES",
+    }
+)
+_FILES_ENV: Final = frozenset({"NR_LLM_FILES_ROOT", "NR_LLM_FILES_SEARCH_TIMEOUT"})
+#: The variables each builtin tool is configured by (docs/builtin-tools.md): run isolated, its
+#: worker sees them besides :data:`ENV_ALLOW_LIST`. The names are the builtins' own constants
+#: (``nr_llm_builtins._config``; the core does not import its plugins, a test checks they
+#: agree). ``get_env`` and ``get_env_raw`` declare none: they read whatever their worker has.
+BUILTIN_TOOL_ENV: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        **dict.fromkeys(
+            ("list_tables", "describe_table", "read_records", "search_records", "update_record"),
+            _RECORDS_ENV,
+        ),
+        **dict.fromkeys(("list_files", "read_file", "search_files"), _FILES_ENV),
+    }
+)
+
 # Whatever the allow-lists say, a name of this shape is never passed on: provider keys, tokens
 # and secrets stay in the host. A tool that needs one gets it through ``IsolationPolicy.env``.
 _SECRET_NAME: Final = re.compile(r"(_API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -60,6 +88,10 @@ def _dist_names(value: Iterable[str]) -> frozenset[str]:
     return frozenset(canonical_distribution(n) for n in _names(value))
 
 
+def _tool_env(value: Mapping[str, Iterable[str]]) -> Mapping[str, frozenset[str]]:
+    return MappingProxyType({str(tool): _names(names) for tool, names in value.items()})
+
+
 @final
 @attrs.frozen(kw_only=True)
 class IsolationPolicy:
@@ -74,8 +106,12 @@ class IsolationPolicy:
     started again on the next call.
     ``memory_bytes`` (``RLIMIT_AS``) and ``cpu_seconds`` (``RLIMIT_CPU``, per call) are set in
     the worker; ``None`` leaves a limit alone. ``max_frame_bytes`` caps every message read from
-    a worker. ``env_allow`` adds variable names to :data:`ENV_ALLOW_LIST` (secret-shaped names
-    are still dropped); ``env`` sets variables verbatim (the host developer's explicit choice).
+    a worker. ``env_allow`` adds variable names to :data:`ENV_ALLOW_LIST` for every worker;
+    ``tool_env`` maps a tool (entry-point) name to the variables only its worker sees (the
+    builtins' own come from :data:`BUILTIN_TOOL_ENV`); a tool with variables of its own gets
+    a worker of its own, so no other tool of its distribution reads them. Secret-shaped names
+    (provider keys, tokens) are dropped from every list; ``env`` sets variables verbatim (the
+    host developer's explicit choice).
     ``stderr`` is ``"discard"`` (default) or ``"inherit"`` (the worker writes to the host's
     stderr: for debugging a plugin; it is tool bytes on your terminal).
     """
@@ -90,6 +126,7 @@ class IsolationPolicy:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     env_allow: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     env: Mapping[str, str] = attrs.field(factory=dict)
+    tool_env: Mapping[str, frozenset[str]] = attrs.field(factory=dict, converter=_tool_env)
     stderr: Literal["discard", "inherit"] = "discard"
 
     def __attrs_post_init__(self) -> None:
@@ -107,6 +144,17 @@ class IsolationPolicy:
         return distribution is not None and (
             canonical_distribution(distribution) in self.distributions
         )
+
+    def env_names(self, tool: str, distribution: str | None) -> frozenset[str]:
+        """The variables ``tool``'s worker sees besides the common allow-list: a builtin's
+        declared ones (only for nr-llm's own entry points) and the policy's ``tool_env``."""
+        builtin = (
+            BUILTIN_TOOL_ENV.get(tool, frozenset())
+            if distribution is not None
+            and canonical_distribution(distribution) == BUILTIN_DISTRIBUTION
+            else frozenset()
+        )
+        return builtin | self.tool_env.get(tool, frozenset())
 
     def isolates_anything(self) -> bool:
         """Whether this policy covers any entry point at all."""
@@ -145,10 +193,13 @@ def as_policy(value: IsolationPolicy | Iterable[str] | Mapping[str, Any] | None)
     return IsolationPolicy().with_names(value)
 
 
-def worker_environment(policy: IsolationPolicy) -> dict[str, str]:
-    """The environment a worker starts with: the allow-list, minus secret-shaped names, plus
-    the policy's explicit ``env``."""
-    allowed = ENV_ALLOW_LIST | policy.env_allow
+def worker_environment(
+    policy: IsolationPolicy, names: Iterable[str] = frozenset()
+) -> dict[str, str]:
+    """The environment a worker starts with: the allow-list and ``names`` (its tools' own
+    variables, :meth:`IsolationPolicy.env_names`), minus secret-shaped names, plus the
+    policy's explicit ``env``."""
+    allowed = ENV_ALLOW_LIST | policy.env_allow | frozenset(names)
     env = {
         name: value
         for name, value in os.environ.items()

@@ -138,6 +138,10 @@ class HttpEndpoint:
         config = uvicorn.Config(
             self.app,
             log_level="warning",
+            # No handlers of uvicorn's own: they would write its records (a traceback can
+            # quote a client's path or header) to stderr raw. Its loggers then propagate to
+            # the application's, which on the command line escape every control character.
+            log_config=None,
             access_log=False,
             ws="none",
             proxy_headers=False,

@@ -1,7 +1,8 @@
 """Agent runs for the playground: each in a worker thread, its steps streamed as events.
 
-A run's :class:`~nr_llm_core.trace.RunTrace` listener turns each step into a ``step`` event the
-moment it is recorded and hands it to the request's event loop through a thread-safe call; the
+A run's :class:`~nr_llm_core.trace.RunTrace` listener turns each step into a ``step`` event (the
+record the audit store keeps of it at the run's privacy level, and nothing more) the moment it
+is recorded and hands it to the request's event loop through a thread-safe call; the
 response reads them from an ``asyncio.Queue``. The loop runs on in its thread whatever the
 client does: a client that goes away stops reading, not the run (and the audit store, a trace
 listener of its own, records every step). Events, in order: one ``context``, one ``step`` per
@@ -26,7 +27,7 @@ from nr_llm_core._inert import known_type_phrase
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
 from nr_llm_core.audit import AuditStoreError, claimant
-from nr_llm_core.errors import AlreadyClaimedError, ApprovalError
+from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, ConfigurationError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
 from nr_llm_core.playground._store import Store, level_for, persisted_record
@@ -40,9 +41,17 @@ logger = logging.getLogger("nr_llm.playground")
 
 #: Makes a fresh provider for one run.
 ProviderFactory = Callable[[], Provider]
-_KEEP_TRACES: Final = 64  # recent runs kept in memory (every step, unfiltered)
 _KEEP_WAITING: Final = 500
 Event = dict[str, Any]
+
+
+def _setup_failure(exc: Exception) -> str:
+    """The reason a run's provider could not be built: a setting's error is host-worded (it
+    names the setting, never a URL or a key); anything else is logged, not shown."""
+    if isinstance(exc, ConfigurationError):
+        return f"the provider could not be set up: {str(exc)[:300]}"
+    log_exception(logger, "a provider factory raised", exc=exc)
+    return "the provider could not be set up"
 
 
 @final
@@ -111,20 +120,19 @@ class _Stream:
         self.trace = trace
         self._send_context(trace.run_id)
         record = step.to_dict()
+        # The live view shows the record the store keeps at the run's level, through the same
+        # filter: a level that keeps no content shows none either (docs/privacy.md).
         try:
-            persisted = persisted_record(record, self._level)
-        except Exception as exc:  # the filter does not raise; if it ever did, the step still shows
+            shown = persisted_record(record, self._level)
+        except Exception as exc:  # the filter does not raise; if it ever did, show the frame only
             log_exception(logger, "the privacy filter raised on a %s step", step.kind, exc=exc)
-            persisted = {"unavailable": "the privacy filter failed on this step"}
-        self._emit(
-            {
-                "event": "step",
-                "run_id": trace.run_id,
-                "index": self._index,
-                "step": record,
-                "persisted": persisted,
+            shown = {
+                "kind": record.get("kind"),
+                "round": record.get("round"),
+                "duration_ms": record.get("duration_ms"),
+                "unavailable": "the privacy filter failed on this step",
             }
-        )
+        self._emit({"event": "step", "run_id": trace.run_id, "index": self._index, "step": shown})
         self._index += 1
 
     def finish(self, event: Event) -> None:
@@ -163,16 +171,10 @@ class RunManager:
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nr-llm-run")
         self._lock = threading.Lock()
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
-        self._traces: OrderedDict[str, RunTrace] = OrderedDict()
 
     def shutdown(self) -> None:
         """Stop taking work; running threads finish on their own."""
         self.executor.shutdown(wait=False, cancel_futures=True)
-
-    def trace(self, run_id: str) -> RunTrace | None:
-        """The in-memory trace of a recent run (every step, unfiltered), or ``None``."""
-        with self._lock:
-            return self._traces.get(run_id)
 
     def _loop(
         self, provider: Provider, max_rounds: int, privacy: str | None, stream: _Stream
@@ -188,8 +190,8 @@ class RunManager:
         )
 
     def start(self, request: RunRequest) -> AsyncIterator[Event]:
-        """Begin a run; its events, in order (the run itself goes on in a worker)."""
-        provider = self.providers[request.provider]()
+        """Begin a run; its events, in order (the run itself goes on in a worker). A provider
+        that cannot be built ends the events at once with an ``error`` event."""
         # The level shown is the level stored: the stricter of the request and the store.
         level = level_for(self.store, request.privacy)
         context: Event = {
@@ -199,6 +201,11 @@ class RunManager:
             "resumed": False,
         }
         stream = _Stream(asyncio.get_running_loop(), level, context)
+        try:
+            provider = self.providers[request.provider]()
+        except Exception as exc:  # a setting that went bad after start-up (checked there)
+            stream.finish({"event": "error", "run_id": None, "reason": _setup_failure(exc)})
+            return stream.events()
         loop = self._loop(provider, request.max_rounds, request.privacy, stream)
         context["tools"] = [s.name for s in loop.offer(request.allowed)]
         setup = _Setup(
@@ -286,18 +293,9 @@ class RunManager:
                 reason = f"the run failed: {known_type_phrase(type(exc))}"
                 stream.finish({"event": "error", "run_id": None, "reason": reason})
             else:
-                if result.trace is not None:
-                    self._remember(result.trace)
                 stream.finish(self._terminal(result, setup))
 
         self.executor.submit(job)
-
-    def _remember(self, trace: RunTrace) -> None:
-        with self._lock:
-            self._traces[trace.run_id] = trace
-            self._traces.move_to_end(trace.run_id)
-            while len(self._traces) > _KEEP_TRACES:
-                self._traces.popitem(last=False)
 
     def _recorded_level(self, run_id: str, requested: str) -> str | None:
         # The level the store recorded the run at (it may be stricter than the one asked for);

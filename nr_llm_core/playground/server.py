@@ -104,6 +104,10 @@ class PlaygroundServer:
         config = uvicorn.Config(
             self.app,
             log_level="warning",
+            # No handlers of uvicorn's own: they would write its records (a traceback can
+            # quote a client's path or header) to stderr raw. Its loggers then propagate to
+            # the application's, which on the command line escape every control character.
+            log_config=None,
             access_log=False,
             lifespan="off",
             ws="none",

@@ -177,10 +177,13 @@ def test_a_run_that_offers_a_tool_has_no_nothing_offered_line() -> None:
     assert "inventory: it declares no data class" in out.stderr
 
 
-def test_the_scripted_demo_with_the_builtins_is_quiet() -> None:
+def test_the_scripted_demo_with_the_builtins_is_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The README's path: the scripted provider (zone local) and the installed builtins, two
     of them off by default. Nothing is refused for the zone, and a tool nobody asked for is
     not listed on every run."""
+    monkeypatch.chdir(tmp_path)  # the records tools build ./.nr-llm/demo.db: not in the checkout
     out = CliRunner().invoke(main, ["run", "show me the customers"])
     assert out.exit_code == 0, out.output
     assert "not offered" not in out.stderr

@@ -97,7 +97,10 @@ def test_tools_list_and_show_label_what_a_tool_did_not_declare() -> None:
     assert OTHER_LABELS.findall(listed + shown) == []
 
 
-def test_the_demo_says_no_artifacts_as_the_playground_does(tmp_path: Path) -> None:
+def test_the_demo_says_no_artifacts_as_the_playground_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the records tool builds ./.nr-llm/demo.db: not in the checkout
     shown = _cli("demo", "--db", str(tmp_path / "audit.db"))
     calculate = shown.split("tool call 3: calculate", 1)[1]
     panel = calculate.split("stayed behind", 1)[1].split("persisted at", 1)[0]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests._copies import project_copy
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "plugins"
 
@@ -59,5 +61,10 @@ def build(path: Path) -> Venv:
     venv = Venv(path)
     # --no-build-isolation builds with the environment's own setuptools: bring a recent one.
     venv.pip_install("--upgrade", "setuptools>=77", "wheel", "pytest>=8")
-    venv.pip_install("--no-build-isolation", ROOT, PLUGINS / "nr-llm-hello", PLUGINS / "nr-llm-git")
+    # Copies, so that the in-folder builds leave nothing in the checkout.
+    sources = path.parent / f"{path.name}-sources"
+    sources.mkdir()
+    projects = [project_copy(p, sources) for p in (ROOT, PLUGINS / "nr-llm-hello")]
+    projects.append(project_copy(PLUGINS / "nr-llm-git", sources))
+    venv.pip_install("--no-build-isolation", *projects)
     return venv

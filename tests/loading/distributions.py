@@ -94,6 +94,8 @@ def discover_in_subprocess(
         capture_output=True,
         text=True,
         env=environ,
+        # It calls every tool, the builtin records tools too: they build ./.nr-llm/demo.db.
+        cwd=site,
         timeout=120,
         check=False,
     )

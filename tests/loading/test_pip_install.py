@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._copies import project_copy
+
 from .distributions import discover_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +21,10 @@ pytestmark = pytest.mark.slow
 
 
 def pip_install(target: Path, *projects: Path) -> None:
+    # pip builds a local project in its folder: copies, so that nothing lands in the checkout.
+    sources = target.parent / f"{target.name}-sources"
+    sources.mkdir(exist_ok=True)
+    projects = tuple(project_copy(p, sources) for p in projects)
     proc = subprocess.run(
         [
             sys.executable,

@@ -24,12 +24,14 @@ from ._memory import Memory
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def python(
+    code: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
     import os
 
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
@@ -145,6 +147,7 @@ def test_the_switch_exports_the_command_lines_runs_on_the_global_providers(
         }}))
         """,
         env={"NR_LLM_OTEL": "1", "NR_LLM_DB": str(db)},
+        cwd=tmp_path,  # the run calls the records tools, which build ./.nr-llm/demo.db
     )
     assert ran.returncode == 0, ran.stderr
     found = json.loads(ran.stdout.strip().splitlines()[-1])

@@ -138,8 +138,16 @@ def _calls(*names: str, final: str = "finished") -> list[Any]:
     return [*turns, final]
 
 
+#: An argument the model asks for in the "canary" script: a level that keeps no content must
+#: never show it, live or stored.
+ARGUMENT_CANARY = "CANARY-live-argument-7f3e"
+
 #: provider name -> the tools its script calls, in order.
 SCRIPTS: Mapping[str, list[Any]] = {
+    "canary": [
+        {"content": "", "tool_calls": [{"name": "echo", "arguments": {"text": ARGUMENT_CANARY}}]},
+        "finished",
+    ],
     "scripted": _calls("payload"),
     "echoes": _calls("echo", "echo", "echo"),
     "gated": _calls("echo", "gate"),

@@ -18,7 +18,15 @@ import pytest
 from nr_llm_core.cli._output import visible
 from nr_llm_core.playground import PlaygroundServer
 
-from ._fixtures import GATE, TABLE_COLUMNS, TABLE_ROWS, XSS_LABEL, XSS_LINK, XSS_TEXT
+from ._fixtures import (
+    ARGUMENT_CANARY,
+    GATE,
+    TABLE_COLUMNS,
+    TABLE_ROWS,
+    XSS_LABEL,
+    XSS_LINK,
+    XSS_TEXT,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 REBOUND = "rebound.example"  # resolved to 127.0.0.1 by the browser, as a DNS rebinding would
@@ -212,15 +220,74 @@ def test_a_tool_that_requires_approval_runs_on_approve_and_run(
     assert page.inner_text("#tool-run") == "Run tool"
 
 
+def test_an_astral_format_character_is_one_unambiguous_escape(
+    page: Any, server: PlaygroundServer
+) -> None:
+    """Tries U+E0001 (a tag character) on the page: its escape must not read as ``\\ue000``
+    followed by ``1``, and must match the command line's."""
+    _open(page, server, "tools")
+    text = "tag\U000e0001x bidi\u202e"
+    marks = page.evaluate(
+        """(text) => {
+            const box = document.createElement("div");
+            window.nrLlm.appendVisible(box, text);
+            return [...box.querySelectorAll("span.ctl")].map((s) => s.textContent);
+        }""",
+        text,
+    )
+    assert marks == ["\\U000e0001", "\\u202e"]
+    assert all(mark in visible(text) for mark in marks)
+
+
 def _kinds(page: Any) -> list[str]:
     items = page.locator("#run-steps > li")
     return [items.nth(i).get_attribute("data-kind") for i in range(items.count())]
 
 
-def _start(page: Any, server: PlaygroundServer, provider: str) -> None:
+def _start(page: Any, server: PlaygroundServer, provider: str, level: str = "full") -> None:
     _open(page, server, "agent")
     page.select_option("#agent-provider", provider)
+    page.select_option("#agent-privacy", level)
     page.click("#agent-run")
+
+
+@pytest.mark.parametrize("level", ["none", "metadata"])
+def test_a_level_without_content_shows_no_argument_in_the_live_steps(
+    page: Any, server: PlaygroundServer, level: str
+) -> None:
+    """Tries to see the model's requested arguments (and the tool's echo of them) anywhere
+    on the page while a run at a level that keeps no content is shown."""
+    _start(page, server, "canary", level)
+    page.wait_for_selector("#run-status[data-state=done]")
+    assert _kinds(page) == ["request", "llm", "tool", "request", "llm"]
+    # Open every step and every tab: the canary must be in none of them.
+    for details in page.locator("#run-steps details").all():
+        details.evaluate("(n) => { n.open = true; }")
+        for button in details.locator("button.tab").all():
+            button.click()
+            assert ARGUMENT_CANARY not in page.evaluate("document.body.textContent")
+    # Names are host-checked metadata; at none not even they are kept.
+    model = page.locator("#run-steps > li[data-kind=llm]").first
+    summary = model.locator("summary").inner_text()
+    assert ("model · asks for echo" in summary) is (level == "metadata")
+    tool = page.locator("#run-steps > li[data-kind=tool]").first
+    assert _texts(tool.locator("button.tab")) == ["Step"]
+    assert tool.locator(".not-kept").inner_text() == (
+        f"content not shown at privacy level {level}: the live view shows what the audit "
+        "store keeps"
+    )
+    assert ARGUMENT_CANARY not in page.evaluate("document.body.textContent")
+    _shot(page, f"agent-live-{level}")
+    _no_script_ran(page)
+
+
+def test_at_full_the_live_steps_show_the_arguments(page: Any, server: PlaygroundServer) -> None:
+    """The counterpart: a level that keeps content shows it live (the canary is found)."""
+    _start(page, server, "canary", "full")
+    page.wait_for_selector("#run-status[data-state=done]")
+    tool = page.locator("#run-steps > li[data-kind=tool]").first
+    tool.locator("button[data-tab=Arguments]").click()
+    assert ARGUMENT_CANARY in tool.locator(".tab-panel").inner_text()
 
 
 def test_steps_appear_while_the_stream_is_open(page: Any, server: PlaygroundServer) -> None:
@@ -241,7 +308,7 @@ def test_steps_appear_while_the_stream_is_open(page: Any, server: PlaygroundServ
         str(i) for i in range(8)
     ]
     tool = page.locator("#run-steps > li[data-kind=tool]").first
-    assert _texts(tool.locator("button.tab")) == ["Arguments", "Result", "Artifacts", "Persisted"]
+    assert _texts(tool.locator("button.tab")) == ["Arguments", "Result", "Artifacts", "Step"]
     assert tool.locator(".tab-panel pre").inner_text() == "echo: t0"
     assert page.locator("#run-final pre").inner_text() == "finished"
     _shot(page, "agent-done")

@@ -216,8 +216,14 @@ def test_stream_order_and_encoding(client: httpx.Client) -> None:
     assert kinds == ["request", "llm", "tool"] * 3 + ["request", "llm"]
     assert events[-1]["event"] == "done" and events[-1]["content"] == "finished"
     tools = [e for e in events if e["event"] == "step" and e["step"]["kind"] == "tool"]
+    # At metadata (the default) a step shows what the store keeps: no result, a length.
+    assert all(t["step"]["content_redacted"] for t in tools)
+    assert [t["step"]["tool_result_length"] for t in tools] == [8, 8, 8]
+    full = _events(
+        client.post("/api/runs", json={"prompt": "go", "provider": "echoes", "privacy": "full"})
+    )
+    tools = [e for e in full if e["event"] == "step" and e["step"]["kind"] == "tool"]
     assert [t["step"]["tool_result"] for t in tools] == ["echo: t0", "echo: t1", "echo: t2"]
-    assert all(t["persisted"]["content_redacted"] for t in tools)
 
 
 def test_json_fallback_is_the_same_run(client: httpx.Client) -> None:
@@ -243,7 +249,7 @@ def test_runs_are_recorded_and_listed_newest_first(client: httpx.Client) -> None
     assert ids.index(second[0]["run_id"]) < ids.index(first[0]["run_id"])
     detail = client.get(f"/api/runs/{second[0]['run_id']}").json()
     assert detail["run"]["status"] == "completed"
-    assert [s["step"] for s in detail["steps"]] == [e["persisted"] for e in second[1:-1]]
+    assert [s["step"] for s in detail["steps"]] == [e["step"] for e in second[1:-1]]
     assert client.get("/api/runs/nope").status_code == 404
 
 
@@ -269,7 +275,10 @@ def test_unknown_privacy_level_is_metadata(client: httpx.Client) -> None:
 
 def test_allow_list_narrows_the_offer(client: httpx.Client) -> None:
     events = _events(
-        client.post("/api/runs", json={"prompt": "x", "provider": "echoes", "tools": ["payload"]})
+        client.post(
+            "/api/runs",
+            json={"prompt": "x", "provider": "echoes", "tools": ["payload"], "privacy": "full"},
+        )
     )
     assert events[0]["tools"] == ["payload"]
     tool = next(e for e in events if e["event"] == "step" and e["step"]["kind"] == "tool")
@@ -278,7 +287,8 @@ def test_allow_list_narrows_the_offer(client: httpx.Client) -> None:
 
 def test_approve_and_deny_resume_the_run(client: httpx.Client) -> None:
     for approved, expected in ((True, "transferred"), (False, "did not approve")):
-        events = _events(client.post("/api/runs", json={"prompt": "pay", "provider": "approval"}))
+        body = {"prompt": "pay", "provider": "approval", "privacy": "full"}
+        events = _events(client.post("/api/runs", json=body))
         _check_order(events)
         pause = events[-1]
         assert pause["event"] == "awaiting_approval"

@@ -40,7 +40,8 @@ def _client(server: PlaygroundServer) -> httpx.AsyncClient:
 
 async def _stream(client: httpx.AsyncClient, provider: str) -> list[dict]:
     events = []
-    body = {"prompt": "go", "provider": provider}
+    # At full: the live steps carry the results these tests read (a level below shows counts).
+    body = {"prompt": "go", "provider": provider, "privacy": "full"}
     async with client.stream("POST", "/api/runs", json=body) as response:
         assert response.status_code == 200
         async for line in response.aiter_lines():
@@ -97,8 +98,8 @@ def test_a_client_that_disconnects_does_not_stop_the_run(server: PlaygroundServe
             seen = []
             for line in resp.iter_lines():
                 seen.append(decode_json(line))
-                calls = seen[-1].get("step", {}).get("requested_tool_calls") or [{}]
-                if calls[0].get("name") == "gate":
+                calls = seen[-1].get("step", {}).get("requested_tool_names") or [None]
+                if calls[0] == "gate":
                     break  # the gate tool is about to run: leave
         run_id = seen[0]["run_id"]
         # The client is gone; the run is still blocked in the gate tool.
@@ -115,9 +116,6 @@ def test_a_client_that_disconnects_does_not_stop_the_run(server: PlaygroundServe
     _wait_for(settled)
     kinds = [s["step"]["kind"] for s in store.run(run_id)["steps"]]
     assert kinds == ["request", "llm", "tool"] * 2 + ["request", "llm"]
-    trace = server.app.manager.trace(run_id)
-    assert trace is not None
-    assert [s.to_dict()["kind"] for s in trace.steps] == kinds
 
 
 def test_a_hanging_tool_does_not_block_other_runs(slow_server: PlaygroundServer) -> None:
@@ -131,7 +129,7 @@ def test_a_hanging_tool_does_not_block_other_runs(slow_server: PlaygroundServer)
             async def hang_run() -> None:
                 nonlocal waiting
                 events = []
-                body = {"prompt": "go", "provider": "hang"}
+                body = {"prompt": "go", "provider": "hang", "privacy": "full"}
                 async with client.stream("POST", "/api/runs", json=body) as response:
                     async for line in response.aiter_lines():
                         if not line:

@@ -239,7 +239,7 @@ def test_the_playground_records_the_stricter_of_store_and_request(
             events = client.post("/api/runs", json=body).json()["events"]
             assert events[0]["privacy"] == expected
             tool = next(e for e in events if e["event"] == "step" and e["step"]["kind"] == "tool")
-            assert (CANARY in json.dumps(tool["persisted"])) is (expected in KEEPS_CONTENT)
+            assert (CANARY in json.dumps(tool["step"])) is (expected in KEEPS_CONTENT)
             run = client.get(f"/api/runs/{events[-1]['run_id']}").json()["run"]
             assert run["privacy_level"] == expected
     finally:

@@ -57,6 +57,7 @@
   // -- shared state ----------------------------------------------------------------------------
 
   const state = { config: null, groups: [], loadErrors: [], tool: null, dataClassNote: "" };
+  let runLevel = null; // the level the current run is recorded (and shown) at
 
   function fillSelect(select, values, chosen) {
     clear(select);
@@ -223,52 +224,63 @@
     for (const part of parts) appendVisible(status, part);
   }
 
+  // A step as the run's privacy level keeps it: at metadata and none its content keys are
+  // gone and only counts and names remain, so each summary reads either form.
   function stepSummary(step) {
     switch (step.kind) {
-      case "request":
-        return "request · " + (step.messages_sent || []).length + " message(s) sent";
+      case "request": {
+        const sent = step.messages_sent ? step.messages_sent.length : step.messages_sent_count;
+        return sent === undefined ? "request" : "request · " + sent + " message(s) sent";
+      }
       case "llm": {
-        const calls = (step.requested_tool_calls || []).map((c) => c.name);
+        const calls = step.requested_tool_calls
+          ? step.requested_tool_calls.map((c) => c.name) : step.requested_tool_names;
+        if (calls === undefined) return "model";
         return "model · " + (calls.length ? "asks for " + calls.join(", ") : "answers");
       }
       case "tool":
+        if (step.tool_name === undefined) return "tool";
         return "tool · " + step.tool_name + (step.tool_is_error ? " (error)" : "");
       case "approval":
         return "approval · " + Object.entries(step.approvals || {})
           .map(([id, ok]) => id + (ok ? " approved" : " denied")).join(", ");
       case "error":
-        return "error · " + step.reason;
+        return step.reason === undefined ? "error" : "error · " + step.reason;
       default:
         return String(step.kind);
     }
   }
 
-  function persistedTab(event) {
-    return { name: "Persisted", render: (p) => p.appendChild(jsonBlock(event.persisted)) };
+  function recordTab(step) {
+    return { name: "Step", render: (p) => p.appendChild(jsonBlock(step)) };
   }
 
+  // The stream sends each step as the audit store keeps it at the run's level; content tabs
+  // appear only when that level kept the content (redacted, full).
   function stepBody(event) {
     const step = event.step;
-    if (step.kind === "tool") {
+    if (step.kind === "tool" && "tool_result" in step) {
       return tabs([
         { name: "Arguments", render: (p) => p.appendChild(jsonBlock(step.tool_arguments)) },
         { name: "Result", render: (p) => p.appendChild(
           el("pre", step.tool_is_error ? "text error" : "text", step.tool_result)) },
         { name: "Artifacts", render: (p) => renderArtifacts(p, step.tool_artifacts) },
-        persistedTab(event),
+        recordTab(step),
       ], step.tool_artifacts ? "Artifacts" : "Result");
     }
-    if (step.kind === "llm") {
+    if (step.kind === "llm" && "content" in step) {
       return tabs([
         { name: "Content", render: (p) => p.appendChild(el("pre", "text", step.content || "")) },
-        { name: "Step", render: (p) => p.appendChild(jsonBlock(step)) },
-        persistedTab(event),
+        recordTab(step),
       ], "Content");
     }
-    return tabs([
-      { name: "Step", render: (p) => p.appendChild(jsonBlock(step)) },
-      persistedTab(event),
-    ], "Step");
+    const body = tabs([recordTab(step)], "Step");
+    if (runLevel === "none" || runLevel === "metadata") {
+      body.prepend(el("p", "muted not-kept",
+        "content not shown at privacy level " + (runLevel || "unknown") +
+        ": the live view shows what the audit store keeps"));
+    }
+    return body;
   }
 
   function addStep(event) {
@@ -341,6 +353,7 @@
   function onRunEvent(event) {
     switch (event.event) {
       case "context":
+        runLevel = event.privacy;
         setStatus("running", "Running " + (event.resumed ? "(resumed) " : "") + "· run " +
           event.run_id + " · " + event.provider + " · privacy " + event.privacy +
           " · tools: " + (event.tools.join(", ") || NOTHING));

@@ -37,8 +37,11 @@
       const code = match[0].codePointAt(0);
       const mark = document.createElement("span");
       mark.className = "ctl";
+      // The CLI's forms (visible()): each escape names one code point, \UXXXXXXXX above
+      // U+FFFF (a four-digit \u and a fifth digit would read as two characters).
       mark.textContent = json ? jsonEscape(code)
-        : code < 0x100 ? "\\x" + hex(code, 2) : "\\u" + hex(code, 4);
+        : code < 0x100 ? "\\x" + hex(code, 2)
+        : code <= 0xffff ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
       mark.title = "invisible character U+" + hex(code, 4).toUpperCase();
       parent.appendChild(mark);
       last = match.index + match[0].length;
