@@ -178,7 +178,10 @@ def client(server: PlaygroundServer) -> Iterator[httpx.Client]:
 
 
 def _run(client: httpx.Client, provider: str) -> list[dict[str, Any]]:
-    response = client.post("/api/runs", json={"prompt": "go", "provider": provider})
+    # At full: the live steps are the stored record, and only full keeps the tool's result
+    # (ADR 0028).
+    body = {"prompt": "go", "provider": provider, "privacy": "full"}
+    response = client.post("/api/runs", json=body)
     assert response.status_code == 200
     return [decode_json(line) for line in response.text.splitlines() if line]
 
