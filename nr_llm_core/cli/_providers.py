@@ -51,6 +51,12 @@ CA_BUNDLE_ENV_VAR: Final = "NR_LLM_CA_BUNDLE"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: The keys a script's turn and its calls may have: any other (a misspelt ``tool_call``) is
+#: refused, not ignored, since ignoring it would play the turn as something else.
+_TURN_KEYS: Final = frozenset({"content", "tool_calls"})
+_CALL_KEYS: Final = frozenset({"name", "arguments", "id"})
+
+
 def _read_script(path: str) -> list[Any]:
     """A JSON list of turns: strings (final answers) or ``{"content", "tool_calls"}``."""
     try:
@@ -62,10 +68,12 @@ def _read_script(path: str) -> list[Any]:
         type(t) is str
         or (
             type(t) is dict
+            and t.keys() <= _TURN_KEYS
             and type(t.get("content", "")) is str
             and type(t.get("tool_calls", [])) is list
             and all(
                 type(c) is dict
+                and c.keys() <= _CALL_KEYS
                 and type(c.get("name")) is str
                 and type(c.get("arguments", {})) is dict
                 and type(c.get("id", "")) is str

@@ -130,3 +130,22 @@ def test_a_failed_run_never_says_done_on_a_terminal(tmp_path: Path, env: dict[st
     shown = progress(seen.decode(), RUNNING)
     assert shown[-1] == f"{RUNNING} failed", shown
     assert f"{RUNNING} done" not in shown
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        {"tool_call": [{"name": "probe_gated"}]},  # "tool_calls" misspelt
+        {"tool_calls": [{"name": "probe_gated", "args": {"x": 1}}]},  # "arguments" misspelt
+    ],
+)
+def test_a_script_turn_with_a_key_the_provider_does_not_read_is_refused(
+    tmp_path: Path, env: dict[str, str], turn: dict[str, object]
+) -> None:
+    """A misspelt key in a --script turn would be ignored: the turn would play as an empty
+    answer, or a call without its arguments, and the run would end as if nothing were wrong.
+    The command refuses the script before it runs, as it refuses a flag it has no use for."""
+    ran = run_nr_llm("run", "hi", "--script", script(tmp_path, [turn, "fine"]), env=env)
+    assert ran.code == 2, ran.out
+    assert "--script" in ran.err and "a script is a JSON list" in ran.err
+    assert RUNNING not in ran.err
