@@ -206,10 +206,12 @@ class ToolLoop:
         run is claimed in the store before any tool runs, recording ``claimant`` (default:
         ``api`` on this host and process): of two resumers, one goes on and the other gets
         :class:`~nr_llm_core.errors.AlreadyClaimedError` naming the first. The gate is
-        applied again (a tool no longer offered is not permitted); approved calls run,
+        applied again (a denied call whose tool is no longer offered is answered as not
+        permitted); approved calls run,
         refused ones are answered with a refusal text; then the loop continues. Raises
         :class:`ApprovalError` for a stale or mismatched digest, an altered state, an unknown
-        call id, or a run that is not (or no longer) waiting.
+        call id, an approved call whose tool this loop does not offer (before anything is
+        claimed: the run still waits), or a run that is not (or no longer) waiting.
         """
         if isinstance(state, str):
             state = self._load(state)
@@ -227,6 +229,7 @@ class ToolLoop:
         if digest is not None and digest != state.digest:
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
+        self._refuse_unrunnable(state, decisions)
         self._claim(state, claimant)
         watch = self._watch(state.run_id)
         run = _Run(
@@ -239,6 +242,23 @@ class ToolLoop:
             usage=state.usage,
         )
         return self._watched(run, watch, lambda: self._resumed(run, state, decisions))
+
+    def _refuse_unrunnable(self, state: SuspendedRunState, decisions: Mapping[str, bool]) -> None:
+        """:class:`ApprovalError` when a call approved in ``decisions`` names a tool this loop
+        does not offer (not loaded, disabled, not allowed, or withheld from its provider's
+        zone): the approval would run nothing. Raised before the run is claimed, so it still
+        waits for a resumer that offers the tool, or for a denial."""
+        offered = frozenset(s.name for s in self.offer(state.allowed))
+        missing = sorted({c.name for c in state.pending if decisions.get(c.id) is True} - offered)
+        if missing:
+            # The names were offered when the run was suspended (only such calls need
+            # approval): host names, shown through the CLI's escaping all the same.
+            names = ", ".join(f'"{name[:80]}"' for name in missing[:5])
+            raise ApprovalError(
+                f"an approved call's tool {names} is not offered here (not installed, not "
+                "enabled, or withheld from this provider); nothing ran and the run still waits: "
+                "resume it where the tool is offered, or deny"
+            )
 
     def _resumed(
         self, run: _Run, state: SuspendedRunState, decisions: Mapping[str, bool]

@@ -179,12 +179,21 @@ def test_with_a_store_the_stored_turn_is_the_one_approved() -> None:
 
 
 def test_the_gate_is_applied_again_on_resume() -> None:
-    _, writer, result = suspended()
+    """A tool disabled since the run was suspended: approving its call is refused before
+    anything is claimed or run (the approval would run nothing), saying which tool and that
+    the run still waits; denying it answers the call and the run goes on."""
+    recorder = MemoryRecorder()
+    _, writer, result = suspended(recorder)
     host = ToolHost(disable=["write_note"])
     host.register(Lookup())
     host.register(writer)
-    later = ToolLoop(ScriptedProvider(["after"]), host)
-    done = later.resume(result.suspended, approved=True)
+    later = ToolLoop(ScriptedProvider(["after"]), host, persister=recorder)
+    with pytest.raises(ApprovalError, match=r'tool "write_note" .*not offered.*still waits'):
+        later.resume(result.run_id, approved=True)
+    assert writer.calls == []
+    assert recorder.runs[result.run_id]["status"] == "awaiting_approval"
+    assert recorder.load_suspended(result.run_id) is not None
+    done = later.resume(result.run_id, approved=False)
     by_id = {i.call_id: i.result.content for i in done.invocations}
     assert by_id["w1"] == 'Error: tool "write_note" not permitted'
     assert writer.calls == []

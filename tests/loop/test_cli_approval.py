@@ -84,3 +84,27 @@ def test_a_stale_digest_is_refused(shop: Path, script: Path) -> None:
     )
     assert out.exit_code == 1 and "stale approval" in out.output
     assert product_name(shop) == "Mechanical keyboard"
+
+
+def test_approving_where_the_tool_is_not_enabled_runs_nothing_and_the_run_still_waits(
+    shop: Path, script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newcomer's path: the run was started with ``update_record`` enabled; ``runs
+    approve`` in a shell without ``NR_LLM_ENABLE_TOOLS`` used to answer the approved call
+    ``not permitted`` and finish the run (exit 0). It is refused before anything is claimed,
+    naming the tool; approved again where the tool is enabled, the call runs once."""
+    run_id, digest = suspend(script)
+    monkeypatch.delenv("NR_LLM_ENABLE_TOOLS")
+    runner = CliRunner()
+    approve = ["runs", "approve", run_id, "--digest", digest, "--script", str(script)]
+    out = runner.invoke(main, approve)
+    assert out.exit_code == 1, out.output
+    assert 'tool "update_record" is not offered here' in out.output
+    assert "still waits" in out.output
+    assert product_name(shop) == "Mechanical keyboard"
+    shown = runner.invoke(main, ["runs", "show", run_id])
+    assert "awaiting_approval" in shown.output or "suspended" in shown.output, shown.output
+    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "update_record")
+    out = runner.invoke(main, approve)
+    assert out.exit_code == 0, out.output
+    assert product_name(shop) == "Quiet keyboard"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -206,7 +207,10 @@ def test_runs_approve_continues_the_run_with_the_bundle(
     assert match, out.output
     run_id, digest = match.groups()
     with WireServer([text_reply("Renamed.")], tls=pki.server_context()) as server:
+        # A local endpoint: update_record's data class is not offered to an external zone
+        # (approving it there is refused, ADR 0029).
         provider = ["--provider", "openai", "--base-url", f"{server.url}/v1"]
+        provider += ["--trust-zone", "local"]
         out = runner.invoke(
             main,
             ["runs", "approve", run_id, "--digest", digest, *provider],
@@ -215,6 +219,8 @@ def test_runs_approve_continues_the_run_with_the_bundle(
     assert out.exit_code == 0, out.output
     assert "Renamed." in out.output
     assert len(server.requests) == 1
+    with sqlite3.connect(db) as conn:  # the approved call ran
+        assert conn.execute("SELECT name FROM products WHERE id = 1").fetchone() == ("Quiet",)
 
 
 def test_the_playground_builds_its_providers_with_the_bundle(

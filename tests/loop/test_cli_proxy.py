@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -218,7 +219,10 @@ def test_runs_approve_continues_the_run_through_the_proxy(
     assert match, out.output
     run_id, digest = match.groups()
     with WireServer([text_reply("Renamed.")]) as server, ForwardingProxy() as proxy:
+        # A local endpoint: update_record's data class is not offered to an external zone
+        # (approving it there is refused, ADR 0029).
         provider = ["--provider", "openai", "--base-url", f"{server.url}/v1"]
+        provider += ["--trust-zone", "local"]
         out = runner.invoke(
             main,
             ["runs", "approve", run_id, "--digest", digest, *provider, "--proxy", proxy.url],
@@ -227,6 +231,8 @@ def test_runs_approve_continues_the_run_through_the_proxy(
     assert out.exit_code == 0, out.output
     assert "Renamed." in out.output
     assert proxy.request_lines() == [line(server, "openai")]
+    with sqlite3.connect(db) as conn:  # the approved call ran
+        assert conn.execute("SELECT name FROM products WHERE id = 1").fetchone() == ("Quiet",)
 
 
 def test_the_playground_builds_its_providers_with_the_proxy(

@@ -69,18 +69,14 @@ def test_runs_approve_on_an_external_provider_sends_no_secret_adjacent_output(
     assert match, suspended.stdout
     run_id, digest = match.groups()
     with WireServer([text_reply("Done.")]) as server:
-        approved = nr_llm(
-            "runs",
-            "approve",
-            run_id,
-            "--digest",
-            digest,
-            "--provider",
-            "openai",
-            "--base-url",
-            f"{server.url}/v1",
-            env=env,
-        )
+        decide = ("--digest", digest, "--provider", "openai", "--base-url", f"{server.url}/v1")
+        # update_record's class is above the external ceiling: approving it there would run
+        # nothing, so it is refused and the run still waits (ADR 0029); denied, it goes on.
+        refused = nr_llm("runs", "approve", run_id, *decide, env=env)
+        assert refused.returncode == 1, refused.stderr
+        assert 'tool "update_record" is not offered here' in refused.stderr
+        assert server.requests == []
+        approved = nr_llm("runs", "deny", run_id, *decide, env=env)
     assert approved.returncode == 0, approved.stderr
     assert "Done." in approved.stdout
     assert len(server.requests) == 1

@@ -20,6 +20,7 @@ from nr_llm_core import (
     ToolCall,
     ToolLoop,
 )
+from nr_llm_core.errors import ApprovalError
 from nr_llm_core.loop import TerminationReason
 
 from . import _zones as z
@@ -356,7 +357,8 @@ def test_every_canary_is_withheld_from_an_external_provider_after_a_secret() -> 
 def test_the_hosts_answers_to_calls_it_did_not_run_cross_zones() -> None:
     """A refusal, or "not permitted", is the host's answer, not the tool's output: an external
     provider reads it even when the tool's class is above its ceiling. Resumed on the external
-    provider, the internal tool is no longer offered (not permitted); refused on the local run
+    provider, the internal tool is no longer offered: approving it is refused (it would run
+    nothing), denying it answers "not permitted"; refused on the local run
     and continued externally, the refusal itself is sent."""
     turns = [{"content": "Saving.", "tool_calls": [call("internal_write", "iw1")]}, "Not saved."]
 
@@ -370,7 +372,10 @@ def test_the_hosts_answers_to_calls_it_did_not_run_cross_zones() -> None:
     refused = local.resume(state, approved=False)
     with WireServer([text_reply("Not saved, then."), text_reply("Fine.")]) as server:
         external = ToolLoop(openai(server.url), z.host(z.internal_write()))
-        external.resume(suspend()[1], approved=True)
+        waiting = suspend()[1]
+        with pytest.raises(ApprovalError, match="not offered here"):  # ADR 0029
+            external.resume(waiting, approved=True)
+        external.resume(waiting, approved=False)
         external.run([*refused.messages, ChatMessage.user("Why?")])
     resumed, continued = (tool_messages(r.json()["messages"]) for r in server.requests)
     assert resumed == {"iw1": 'Error: tool "internal_write" not permitted'}
