@@ -14,7 +14,7 @@ from nr_llm_core.cli._session import (
     read_config,
     tool_timeout_option,
 )
-from nr_llm_core.config import SCHEMA, config_file_path
+from nr_llm_core.config import SCHEMA, Config, config_file_path
 from nr_llm_core.providers._settings import shown_url
 
 __all__ = ["config"]
@@ -33,6 +33,19 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _implied(dotted: str, settings: Config) -> str | None:
+    """What an unset ``store.db`` or ``isolation.timeout`` stands for, or ``None``."""
+    if dotted == "store.db":  # NR_LLM_DB is unset, or it would be the value
+        from nr_llm_core.audit import default_db_path
+
+        return f"./{default_db_path().as_posix()}"
+    if dotted == "isolation.timeout":
+        limit = settings.isolation_policy().timeout
+        borrowed = settings.tool_timeout is not None
+        return f"{limit:g} (tools.timeout)" if borrowed else f"{limit:g}"
+    return None
 
 
 @config.command("show")
@@ -69,7 +82,10 @@ def show(
             from nr_llm_core.stores import masked  # a URL's password is never shown
 
             value = masked(value)
-        rows.append([key.dotted, _shown(value), sources])
+        shown = _shown(value)
+        if value is None:  # the value a command uses all the same
+            shown = _implied(key.dotted, settings) or shown
+        rows.append([key.dotted, shown, sources])
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
 
 

@@ -231,6 +231,21 @@ def test_config_show_lists_each_setting_with_its_source(
     assert path_out.output.strip() == str(path)
 
 
+def test_config_show_names_the_value_a_default_stands_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The newcomer's reading: ``store.db`` and ``isolation.timeout`` showed ``-`` although a
+    command uses a value for each (the audit file in the working directory; the in-process
+    limit). The value used is shown, saying where it comes from."""
+    monkeypatch.delenv("NR_LLM_DB", raising=False)
+    out = CliRunner().invoke(main, ["config", "show", "--tool-timeout", "7"])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line for line in out.output.splitlines()[3:]}
+    assert rows["store.db"].split()[1:] == ["./.nr-llm/audit.db", "default"]
+    assert rows["isolation.timeout"].split()[1:] == ["7", "(tools.timeout)", "default"]
+    off = CliRunner().invoke(main, ["config", "show", "--tool-timeout", "0"])
+    rows = {line.split()[0]: line for line in off.output.splitlines()[3:]}
+    assert rows["isolation.timeout"].split()[1:] == ["30", "default"]
+
+
 @pytest.mark.parametrize(
     "command",
     [
