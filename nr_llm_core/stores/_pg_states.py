@@ -32,7 +32,7 @@ from nr_llm_core._audit_suspension import claimant_text, lost
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ConfigurationError
-from nr_llm_core.privacy import PrivacyLevel, run_level
+from nr_llm_core.privacy import PrivacyLevel, run_level, stored_level_update
 from nr_llm_core.stores import _tables
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
@@ -367,7 +367,11 @@ def take(
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
-    level_now = run_level(level, *named).value
+    applied = run_level(level, *named)
+    level_now = applied.value
+    # Stored as the stores' one rule says: a newer version's level text stays (only ``none``
+    # replaces it), a known level only ever narrows.
+    stored = stored_level_update(level, applied) or level
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
@@ -376,7 +380,7 @@ def take(
             attempts=attempts + 1,
             taken_by=claimant_text(worker),
             trust_zone=zone_now,
-            privacy_level=level_now,
+            privacy_level=stored,
         )
     )
     return Taken(

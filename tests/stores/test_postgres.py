@@ -150,6 +150,40 @@ def test_a_run_that_moves_keeps_the_stricter_zone_and_level(pg_url: str) -> None
         assert store.take("moving", worker="w4", zone="local") is None
 
 
+def test_a_worker_keeps_level_text_a_newer_version_wrote(pg_url: str) -> None:
+    """A queued run whose row holds a level this version does not know (a newer version's,
+    read here as ``metadata``): a worker that takes it applies ``metadata`` but leaves the text
+    as it is (it might mean something stricter), as the stores' own rule
+    (``privacy.stored_level_update``) does; only ``none`` replaces it."""
+    from nr_llm_core.providers import Usage
+    from nr_llm_core.stores.queue import SuspendedRunState
+
+    with open_store(pg_url) as store:
+        assert isinstance(store, PostgresStore)
+        for run_id in ("newer", "newer-none"):
+            state = SuspendedRunState.create(
+                run_id=run_id,
+                messages=(),
+                pending=(),
+                needs_approval=(),
+                iterations=0,
+                tool_rounds=0,
+                usage=Usage(),
+                allowed=None,
+            )
+            store.enqueue(state.to_dict(), privacy="metadata")
+        engine = sa.create_engine(pg_url)
+        with engine.begin() as conn:
+            conn.execute(sa.update(runs).values(privacy_level="sealed-v9"))
+        engine.dispose()
+        taken = store.take("newer", worker="w1", zone="local")
+        assert taken is not None and taken.privacy_level == "metadata"
+        assert store.get_run("newer")["privacy_level"] == "sealed-v9"
+        taken = store.take("newer-none", worker="w1", zone="local", privacy="none")
+        assert taken is not None and taken.privacy_level == "none"
+        assert store.get_run("newer-none")["privacy_level"] == "none"
+
+
 def test_the_playground_and_privacy_purge_work_on_postgresql(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
