@@ -49,7 +49,6 @@ from nr_llm_core._audit_records import (
     chosen_run,
     encodable,
     refuse_artifacts,
-    resume_refusal,
     run_record,
 )
 from nr_llm_core._audit_schema import (
@@ -61,6 +60,7 @@ from nr_llm_core._audit_schema import (
     now,
     tokens,
 )
+from nr_llm_core._audit_store_base import StoreBase
 from nr_llm_core._audit_suspension import claimant
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.privacy import (
@@ -71,7 +71,7 @@ from nr_llm_core.privacy import (
     run_level,
     stored_level_update,
 )
-from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
+from nr_llm_core.trace import RunStep, StepKind
 
 __all__ = [
     "DB_ENV_VAR",
@@ -103,7 +103,7 @@ def default_db_path() -> Path:
 
 
 @final
-class AgentRunPersister:
+class AgentRunPersister(StoreBase):
     """Records runs and their steps in the SQLite file at ``path``.
 
     ``privacy`` is this store's level: the widest any run begun here is recorded at (``None``:
@@ -152,12 +152,6 @@ class AgentRunPersister:
 
     def __repr__(self) -> str:
         return f"AgentRunPersister({str(self.path)!r}, privacy={self.privacy.value!r})"
-
-    def __enter__(self) -> AgentRunPersister:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the connection (a checkpoint folds the WAL into the database file)."""
@@ -237,11 +231,6 @@ class AgentRunPersister:
         self._levels[run_id] = level
         self._next_seq[run_id] = 1
         return run_id
-
-    def level_for(self, *requested: PrivacyLevel | str | None) -> PrivacyLevel:
-        """The level a run that asks for ``requested`` is recorded at here (``None``: asks
-        for nothing): the strictest of them, this store's level and the environment's."""
-        return effective_level(self.ceiling, *requested)
 
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)
@@ -349,21 +338,6 @@ class AgentRunPersister:
                 return seq if inserted else None  # not inserted: the run is not open
         return fetch_seq(conn.execute(INSERT_NEXT, params))
 
-    def listener(self, run_id: str | None = None) -> StepListener:
-        """A :meth:`RunTrace.add_listener` callback recording each step (``run_id`` defaults
-        to the trace's own id)."""
-
-        def record(trace: RunTrace, step: RunStep) -> None:
-            self.record_step(run_id or trace.run_id, step)
-
-        return record
-
-    def attach(self, trace: RunTrace, *, meta: Mapping[str, Any] | None = None) -> str:
-        """Begin a run with ``trace.run_id`` and record every step the trace records from now."""
-        run_id = self.begin(trace.run_id, meta=meta)
-        trace.add_listener(self.listener(run_id))
-        return run_id
-
     def settle(
         self,
         run_id: str,
@@ -414,18 +388,6 @@ class AgentRunPersister:
         self._wipe(released)
         self._levels.pop(run_id, None)
         self._next_seq.pop(run_id, None)
-
-    def settle_completed(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``completed``."""
-        self.settle(run_id, RunStatus.COMPLETED, **kwargs)
-
-    def settle_failed(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``failed``."""
-        self.settle(run_id, RunStatus.FAILED, **kwargs)
-
-    def settle_cancelled(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``cancelled``."""
-        self.settle(run_id, RunStatus.CANCELLED, **kwargs)
 
     @staticmethod
     def _require_open(conn: Any, run_id: str) -> str:
@@ -520,11 +482,6 @@ class AgentRunPersister:
         self._wipe(name)
         state: dict[str, Any] = decode_json(data)
         return state
-
-    def resume_refusal(self, run_id: str) -> Exception:
-        """Why ``run_id`` cannot be claimed now, as the error a resumer should raise: who
-        resumed or discarded it and when, or that it is unknown or not waiting."""
-        return resume_refusal(run_id, self.get_run(run_id))
 
     def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:
         """Claim a suspended run without reading its state (see :meth:`claim_suspended`);

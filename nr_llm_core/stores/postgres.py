@@ -45,6 +45,7 @@ from nr_llm_core._audit_records import (
     run_record,
 )
 from nr_llm_core._audit_schema import now, tokens
+from nr_llm_core._audit_store_base import StoreBase
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.privacy import (
     PrivacyLevel,
@@ -57,7 +58,7 @@ from nr_llm_core.privacy import (
 from nr_llm_core.stores import _pg_states as _st
 from nr_llm_core.stores._tables import events, runs, states
 from nr_llm_core.stores._url import masked
-from nr_llm_core.trace import RunStep, RunTrace, StepKind, StepListener
+from nr_llm_core.trace import RunStep, StepKind
 
 __all__ = ["PostgresStore"]
 
@@ -81,7 +82,7 @@ _INSERT_STEP: Final = sa.insert(events)
 
 
 @final
-class PostgresStore:
+class PostgresStore(StoreBase):
     """Records runs and their steps on the PostgreSQL server at ``url``
     (``postgresql+psycopg://user:password@host:port/database``).
 
@@ -124,12 +125,6 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.label!r}, privacy={self.privacy.value!r})"
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the pool's connections; the store is unusable afterwards."""
@@ -215,10 +210,6 @@ class PostgresStore:
         self._levels[run_id] = level
         return run_id
 
-    def level_for(self, *requested: PrivacyLevel | str | None) -> PrivacyLevel:
-        """The strictest of ``requested``, this store's level and the environment's."""
-        return effective_level(self.ceiling, *requested)
-
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)
         if level is None:
@@ -285,20 +276,6 @@ class PostgresStore:
             )
             return False
 
-    def listener(self, run_id: str | None = None) -> StepListener:
-        """A :meth:`RunTrace.add_listener` callback recording each step."""
-
-        def record(trace: RunTrace, step: RunStep) -> None:
-            self.record_step(run_id or trace.run_id, step)
-
-        return record
-
-    def attach(self, trace: RunTrace, *, meta: Mapping[str, Any] | None = None) -> str:
-        """Begin a run with ``trace.run_id`` and record every step the trace records from now."""
-        run_id = self.begin(trace.run_id, meta=meta)
-        trace.add_listener(self.listener(run_id))
-        return run_id
-
     def settle(
         self,
         run_id: str,
@@ -333,18 +310,6 @@ class PostgresStore:
             conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
             conn.execute(sa.delete(states).where(states.c.run_id == run_id))
         self._levels.pop(run_id, None)
-
-    def settle_completed(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``completed``."""
-        self.settle(run_id, RunStatus.COMPLETED, **kwargs)
-
-    def settle_failed(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``failed``."""
-        self.settle(run_id, RunStatus.FAILED, **kwargs)
-
-    def settle_cancelled(self, run_id: str, **kwargs: Any) -> None:
-        """:meth:`settle` with ``cancelled``."""
-        self.settle(run_id, RunStatus.CANCELLED, **kwargs)
 
     # -- suspension ----------------------------------------------------------------------------
 
@@ -383,12 +348,6 @@ class PostgresStore:
             found = _st.waiting(conn, run_id, digest)
             _st.end_suspension(conn, run_id, who)
         return found.state
-
-    def resume_refusal(self, run_id: str) -> Exception:
-        """Why ``run_id`` cannot be claimed now (who resumed or discarded it, and when)."""
-        from nr_llm_core._audit_records import resume_refusal
-
-        return resume_refusal(run_id, self.get_run(run_id))
 
     def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:
         """Claim a suspended run without reading its state."""
