@@ -152,3 +152,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             red=True,
         )
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The demo shop database in ``tmp_path``, named by ``NR_LLM_RECORDS_DB``, with the
+    approval-gated ``update_record`` enabled: what the CLI approval tests suspend on."""
+    from nr_llm_builtins.demo_db import build_demo_db
+
+    db = tmp_path / "shop.db"
+    build_demo_db(db)
+    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
+    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "update_record")
+    return db

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli import main
 
@@ -21,15 +20,6 @@ UPDATE = {
     "name": "update_record",
     "arguments": {"table": "products", "key": {"id": 1}, "values": {"name": "Quiet keyboard"}},
 }
-
-
-@pytest.fixture
-def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    db = tmp_path / "shop.db"
-    build_demo_db(db)
-    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
-    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "update_record")
-    return db
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from nr_llm_builtins.demo_db import build_demo_db
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli import main
 
@@ -46,15 +45,6 @@ TURNS = [
     },
     "Renamed.",
 ]
-
-
-@pytest.fixture
-def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    db = tmp_path / "shop.db"
-    build_demo_db(db)
-    monkeypatch.setenv("NR_LLM_RECORDS_DB", str(db))
-    monkeypatch.setenv("NR_LLM_ENABLE_TOOLS", "update_record")
-    return db
 
 
 @pytest.fixture
