@@ -22,9 +22,9 @@ import pytest
 
 from nr_llm_core.audit import AgentRunPersister
 
-from .test_cli_pending import NAME, audit, product_name, script, shop, suspend
+from .test_cli_pending import NAME, audit, product_name, script, suspend
 
-__all__ = ["audit", "script", "shop"]  # fixtures, imported to be used here
+__all__ = ["audit", "script"]  # fixtures, imported to be used here
 
 PROMPT = "resume the run? [y/N]"
 HANG_GUARD_S = 120  # only ends a hung child; nothing here measures time
