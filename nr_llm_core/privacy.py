@@ -376,16 +376,89 @@ class RunStepPrivacyFilter:
         if _is_number(duration) and type(duration) is not bool:
             record["duration_ms"] = duration
         record["content_redacted"] = True
-        # One pass over the step (this runs for every recorded step): each key has its rule
-        # (looked up, not matched in turn); a key with none keeps only a number under a
-        # snake_case name.
+        # One pass over the step (this runs for every recorded step): each key has its rule;
+        # a key with none keeps only a number under a snake_case name.
         for key, value in step.items():
-            rule = _RULES.get(key) if type(key) is str else None
-            if rule is not None:
-                rule(self, record, value, step)
-            elif type(key) is str and _SNAKE_KEY_RE.fullmatch(key) and _is_number(value):
-                # Numbers under snake_case keys are host metadata (counters, flags).
-                record[key] = value
+            match key:
+                case "kind" | "round" | "duration_ms" | "content_redacted" | "raw":
+                    pass
+                case "tool_arguments":
+                    pass
+                case "tool_error":
+                    # What a tool's exception said is content; only the host's word for the
+                    # kind of failure is kept.
+                    failure = value.get("kind") if type(value) is dict else None
+                    if type(failure) is str and failure in _FAILURE_KINDS:
+                        record["tool_error_kind"] = _FAILURE_KINDS[failure]
+                case "messages_sent":
+                    if type(value) is list or type(value) is tuple:
+                        record["messages_sent_count"] = len(value)
+                case "content" | "thinking" | "tool_result":
+                    if type(value) is str:
+                        record[_LENGTH_KEYS[key]] = len(value)
+                case "tool_artifacts":
+                    if type(value) is list or type(value) is tuple:
+                        record["tool_artifacts_count"] = len(value)
+                        types = (a.get("type") for a in value if type(a) is dict)
+                        record["tool_artifact_types"] = [
+                            _ARTIFACT_TYPES[t]
+                            for t in types
+                            if type(t) is str and t in _ARTIFACT_TYPES
+                        ]
+                case "requested_tool_calls":
+                    if type(value) is list or type(value) is tuple:
+                        record["requested_tool_names"] = [
+                            self._tool_name(_call_name(c)) for c in value
+                        ]
+                case "tool_name":
+                    result = step.get("tool_result")
+                    unknown = (
+                        step.get("tool_is_error") is True
+                        and type(result) is str
+                        and result.startswith(_UNKNOWN_TOOL_PREFIX)
+                    )
+                    record["tool_name"] = UNKNOWN_TOOL_NAME if unknown else self._tool_name(value)
+                case "tool_call_id":
+                    if type(value) is str:
+                        record["tool_call_id"] = call_reference(value)
+                case "tool_is_error":
+                    if type(value) is bool:
+                        record["tool_is_error"] = value
+                case "approvals":
+                    if type(value) is dict:
+                        decisions = {
+                            call_reference(k): v
+                            for k, v in value.items()
+                            if type(k) is str and type(v) is bool
+                        }
+                        record["approvals"] = decisions
+                        record["approved_count"] = sum(decisions.values())
+                        record["denied_count"] = len(decisions) - record["approved_count"]
+                case "approval_digest":
+                    if type(value) is str and _DIGEST_RE.fullmatch(value):
+                        record["approval_digest"] = value
+                case "reason":
+                    record["reason"] = reason_code(value)
+                case "notes":
+                    if type(value) is list or type(value) is tuple:
+                        record["notes"] = [
+                            n if type(n) is str and _NOTE_RE.fullmatch(n) else UNRECOGNISED_NOTE
+                            for n in value
+                        ]
+                case "stop_reason":
+                    if type(value) is str and value in _STOP_REASONS:
+                        record["stop_reason"] = _STOP_REASONS[value]
+                case "usage":
+                    if type(value) is dict:
+                        record["usage"] = {
+                            _USAGE_KEYS[k]: v
+                            for k, v in value.items()
+                            if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
+                        }
+                case _:
+                    # Numbers under snake_case keys are host metadata (counters, flags).
+                    if type(key) is str and _SNAKE_KEY_RE.fullmatch(key) and _is_number(value):
+                        record[key] = value
         return record
 
     def _tool_name(self, name: object) -> str:
@@ -394,136 +467,6 @@ class RunStepPrivacyFilter:
         if self.known_tools is not None and name not in self.known_tools:
             return UNKNOWN_TOOL_NAME
         return name
-
-
-# -- the METADATA rule of each step key ---------------------------------------------------------
-# Each takes (filter, record, value, step) and writes what the key keeps into ``record``.
-
-_Rule = Callable[[RunStepPrivacyFilter, dict[str, Any], Any, Mapping[str, Any]], None]
-
-
-def _dropped(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    # Given by the caller (kind, round, duration), set by the filter, or content kept by no
-    # summary (raw provider bytes, a call's arguments).
-    pass
-
-
-def _tool_error(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    # What a tool's exception said is content; only the host's word for the kind of failure
-    # is kept.
-    failure = value.get("kind") if type(value) is dict else None
-    if type(failure) is str and failure in _FAILURE_KINDS:
-        record["tool_error_kind"] = _FAILURE_KINDS[failure]
-
-
-def _messages_sent(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is list or type(value) is tuple:
-        record["messages_sent_count"] = len(value)
-
-
-def _length(key: str) -> _Rule:
-    def rule(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-        if type(value) is str:
-            record[key] = len(value)
-
-    return rule
-
-
-def _artifacts(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is list or type(value) is tuple:
-        record["tool_artifacts_count"] = len(value)
-        types = (a.get("type") for a in value if type(a) is dict)
-        record["tool_artifact_types"] = [
-            _ARTIFACT_TYPES[t] for t in types if type(t) is str and t in _ARTIFACT_TYPES
-        ]
-
-
-def _requested(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is list or type(value) is tuple:
-        record["requested_tool_names"] = [f._tool_name(_call_name(c)) for c in value]
-
-
-def _tool_name(
-    f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Mapping[str, Any]
-) -> None:
-    result = step.get("tool_result")
-    unknown = (
-        step.get("tool_is_error") is True
-        and type(result) is str
-        and result.startswith(_UNKNOWN_TOOL_PREFIX)
-    )
-    record["tool_name"] = UNKNOWN_TOOL_NAME if unknown else f._tool_name(value)
-
-
-def _call_id(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is str:
-        record["tool_call_id"] = call_reference(value)
-
-
-def _is_error(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is bool:
-        record["tool_is_error"] = value
-
-
-def _approvals(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is dict:
-        decisions = {
-            call_reference(k): v for k, v in value.items() if type(k) is str and type(v) is bool
-        }
-        record["approvals"] = decisions
-        record["approved_count"] = sum(decisions.values())
-        record["denied_count"] = len(decisions) - record["approved_count"]
-
-
-def _digest(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is str and _DIGEST_RE.fullmatch(value):
-        record["approval_digest"] = value
-
-
-def _reason(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    record["reason"] = reason_code(value)
-
-
-def _notes(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is list or type(value) is tuple:
-        record["notes"] = [
-            n if type(n) is str and _NOTE_RE.fullmatch(n) else UNRECOGNISED_NOTE for n in value
-        ]
-
-
-def _stop_reason(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is str and value in _STOP_REASONS:
-        record["stop_reason"] = _STOP_REASONS[value]
-
-
-def _usage(f: RunStepPrivacyFilter, record: dict[str, Any], value: Any, step: Any) -> None:
-    if type(value) is dict:
-        record["usage"] = {
-            _USAGE_KEYS[k]: v
-            for k, v in value.items()
-            if type(k) is str and k in _USAGE_KEYS and type(v) is int and v >= 0
-        }
-
-
-_RULES: Final[dict[str, _Rule]] = {
-    **dict.fromkeys(
-        ("kind", "round", "duration_ms", "content_redacted", "raw", "tool_arguments"), _dropped
-    ),
-    "tool_error": _tool_error,
-    "messages_sent": _messages_sent,
-    **{key: _length(name) for key, name in _LENGTH_KEYS.items()},
-    "tool_artifacts": _artifacts,
-    "requested_tool_calls": _requested,
-    "tool_name": _tool_name,
-    "tool_call_id": _call_id,
-    "tool_is_error": _is_error,
-    "approvals": _approvals,
-    "approval_digest": _digest,
-    "reason": _reason,
-    "notes": _notes,
-    "stop_reason": _stop_reason,
-    "usage": _usage,
-}
 
 
 def _kept_by_none(record: dict[str, Any]) -> dict[str, Any]:
