@@ -30,6 +30,7 @@ __all__ = [
     "Upgrade",
     "connect",
     "fetch_seq",
+    "forks",
     "migrate",
     "now",
     "tokens",
@@ -175,11 +176,28 @@ def now() -> str:
     # Fixed-width UTC ISO-8601: text order is time order, so purge compares strings. The
     # formatted second is cached: this runs once per recorded step.
     global _second
-    now = time.time()
-    second = int(now)
+    second, nanos = divmod(time.time_ns(), 1_000_000_000)
     if _second[0] != second:
-        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
+    return f"{_second[1]}{nanos // 1000:06d}Z"
+
+
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def forks() -> int:
+    """How many forks lie between this process and the one that imported this module: a
+    connection opened at another count must not be used (SQLite connections do not survive a
+    fork). Cheaper than comparing ``os.getpid()``, a system call, once per step."""
+    return _forks
 
 
 # The sequence number is allocated by the insert itself, from the run's own steps; the run

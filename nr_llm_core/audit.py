@@ -137,7 +137,7 @@ class AgentRunPersister(StoreBase):
         self._levels: dict[str, PrivacyLevel] = {}
         self._next_seq: dict[str, int] = {}
         self._lock = threading.RLock()
-        self._pid = os.getpid()
+        self._forks = _audit_schema.forks()
         self._moved_states = False
         try:
             self._conn = self._connect()
@@ -167,9 +167,9 @@ class AgentRunPersister(StoreBase):
 
     def _connection(self) -> sqlite3.Connection:
         # Call with the lock held. A SQLite connection must not be used across a fork.
-        if os.getpid() != self._pid:
+        if _audit_schema.forks() != self._forks:
             self._conn = self._connect()
-            self._pid = os.getpid()
+            self._forks = _audit_schema.forks()
         return self._conn
 
     @contextmanager
@@ -272,7 +272,7 @@ class AgentRunPersister(StoreBase):
             if level is None:
                 logger.warning("audit: step for unknown run %r not recorded", run_id)
                 return False
-            record = self._filters[level].filter(step.to_dict())
+            record = self._filters[level].record(step)
             payload = encode_json_str(record)
             tokens_in, tokens_out = (
                 tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)

@@ -69,7 +69,7 @@ from nr_llm_core.failures import FailureKind
 from nr_llm_core.providers.base import STOP_REASONS
 from nr_llm_core.redaction import redact_text, redact_value
 from nr_llm_core.results import TOOL_NAME_RE, ArtifactType
-from nr_llm_core.trace import StepKind
+from nr_llm_core.trace import RunStep, StepKind
 
 __all__ = [
     "INVALID_TOOL_NAME",
@@ -311,6 +311,30 @@ class RunStepPrivacyFilter:
         value)."""
         return self._filter(step)
 
+    def record(self, step: RunStep) -> dict[str, Any]:
+        """The record to persist for ``step``: always ``filter(step.to_dict())``, read from
+        the step itself where this level keeps only a summary (the audit stores call this
+        once per step)."""
+        level = self.level
+        if level is PrivacyLevel.FULL:
+            return step.to_dict()  # a new dict: the verbatim record
+        fields = step.fields
+        duration = step.duration_ms
+        if (
+            (level is PrivacyLevel.METADATA or level is PrivacyLevel.NONE)
+            and type(step.kind) is StepKind
+            and type(fields) is dict
+            and (type(duration) is float or type(duration) is int)
+            and "kind" not in fields
+            and "round" not in fields
+            and "duration_ms" not in fields
+        ):
+            # What to_dict() holds, read from the step: no field overrides one of its three
+            # own keys, and the duration is rounded as to_dict() rounds it.
+            record = self._summary(step.kind.value, step.round, round(duration, 3), fields)
+            return record if level is PrivacyLevel.METADATA else _kept_by_none(record)
+        return self._filter(step.to_dict())
+
     def filter_reason(self, reason: str | None) -> str | None:
         """A run's termination reason as stored at this level (same rule as ``reason``)."""
         if reason is None or self.level is PrivacyLevel.FULL:
@@ -325,8 +349,7 @@ class RunStepPrivacyFilter:
     # -- levels ----------------------------------------------------------------------------------
 
     def _none(self, step: Mapping[str, Any]) -> dict[str, Any]:
-        record = self._metadata(step)
-        return {k: record[k] for k in ("kind", "round", "duration_ms") if k in record}
+        return _kept_by_none(self._metadata(step))
 
     def _redacted(self, step: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -337,14 +360,19 @@ class RunStepPrivacyFilter:
         return redacted
 
     def _metadata(self, step: Mapping[str, Any]) -> dict[str, Any]:
-        kind = step.get("kind")
+        return self._summary(step.get("kind"), step.get("round"), step.get("duration_ms"), step)
+
+    def _summary(
+        self, kind: object, round_: object, duration: object, step: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        # The METADATA record of a step whose kind, round and duration are given, and whose
+        # other keys are read from ``step`` (its own kind, round and duration keys, if any,
+        # are skipped: they are the ones given).
         record: dict[str, Any] = {
             "kind": _STEP_KINDS.get(kind, "other") if type(kind) is str else "other"
         }
-        round_ = step.get("round")
         if type(round_) is int:
             record["round"] = round_
-        duration = step.get("duration_ms")
         if _is_number(duration) and type(duration) is not bool:
             record["duration_ms"] = duration
         record["content_redacted"] = True
@@ -439,6 +467,11 @@ class RunStepPrivacyFilter:
         if self.known_tools is not None and name not in self.known_tools:
             return UNKNOWN_TOOL_NAME
         return name
+
+
+def _kept_by_none(record: dict[str, Any]) -> dict[str, Any]:
+    # NONE keeps three keys of the METADATA record, so it never holds more than METADATA.
+    return {k: record[k] for k in ("kind", "round", "duration_ms") if k in record}
 
 
 def _call_name(call: object) -> object:

@@ -547,3 +547,28 @@ def test_a_run_id_reused_after_purge_starts_again_at_one(store: AuditStore) -> N
     store.begin("again")
     assert store.record_step("again", tool_step())
     assert seqs(store, "again") == [1]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_forked_child_records_through_a_connection_of_its_own(db: Path) -> None:
+    """A SQLite connection must not cross a fork. The persister notices a fork without asking
+    the kernel for its pid per step: it tries a step recorded by a forked child through the
+    parent's persister (it must open its own connection and store the step), then a step in
+    the parent (the parent's connection still works), and both are in the file in order."""
+    store = AgentRunPersister(db, privacy="full")
+    run = store.begin()
+    assert store.record_step(run, RunStep.error(round=0, reason="parent_before"))
+    parents = store._connection()
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if the step went through its own connection
+        ok = store._connection() is not parents and store.record_step(
+            run, RunStep.error(round=1, reason="child")
+        )
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store._connection() is parents
+    assert store.record_step(run, RunStep.error(round=2, reason="parent_after"))
+    reasons = [s["step"]["reason"] for s in store.steps(run)]
+    store.close()
+    assert reasons == ["parent_before", "child", "parent_after"]

@@ -509,3 +509,35 @@ def test_property_metadata_holds_only_host_vocabulary_and_numbers(step: dict[str
     assert record["content_redacted"] is True
     none = RunStepPrivacyFilter(PrivacyLevel.NONE).filter(step)
     assert none.items() <= record.items()
+
+
+# -- property: record(step) is filter(step.to_dict()) -----------------------------------------
+
+_kind = st.sampled_from(list(StepKind)) | _text | st.none()
+_duration = st.floats() | st.integers(-(10**20), 10**20) | st.booleans()
+_run_step = st.builds(
+    RunStep,
+    kind=_kind,
+    round=st.integers(-3, 3) | st.booleans() | _text,
+    duration_ms=_duration,
+    fields=_step,
+)
+
+
+@given(_run_step, st.sampled_from(list(PrivacyLevel)), st.booleans())
+def test_property_record_of_a_step_is_the_filter_of_its_dict(
+    step: RunStep, level: PrivacyLevel, known: bool
+) -> None:
+    """The stores call ``record(step)``, which reads a step without building its dict where a
+    level keeps only a summary. It tries every kind of step (odd kinds, rounds and durations,
+    fields that override the step's own ``kind``, ``round`` or ``duration_ms``, every rule's
+    key with any value) at every level, with and without ``known_tools``: the record is the
+    one ``filter(step.to_dict())`` gives, key order included."""
+    filter_ = RunStepPrivacyFilter(level, known_tools=["echo"] if known else None)
+    try:
+        expected = filter_.filter(step.to_dict())
+    except Exception as exc:  # to_dict itself refuses (a duration round() cannot take)
+        with pytest.raises(type(exc)):
+            filter_.record(step)
+        return
+    assert repr(filter_.record(step)) == repr(expected)

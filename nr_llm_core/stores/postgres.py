@@ -246,7 +246,7 @@ class PostgresStore(StoreBase):
             if level is None:
                 logger.warning("audit: step for unknown run %r not recorded", run_id)
                 return False
-            record = self._filters[level].filter(step.to_dict())
+            record = self._filters[level].record(step)
             payload = encode_json_str(record)
             tin, tout = tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
             with self.engine.begin() as conn:
