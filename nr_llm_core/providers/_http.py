@@ -1,4 +1,4 @@
-"""One JSON POST with retries, and the base the HTTP providers share.
+"""One JSON POST with retries, its limits, and what it tells its watcher.
 
 httpx is imported here, on first use, so that ``import nr_llm_core`` stays free of it. The
 response body is read in chunks up to :data:`MAX_RESPONSE_BYTES`; anything larger is refused
@@ -33,12 +33,11 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.errors import (
-    ConfigurationError,
     ProviderAuthError,
     ProviderContextLengthError,
     ProviderError,
@@ -63,7 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
-    "HttpProviderBase",
     "JsonPoster",
     "check_api_key",
     "check_base_url",
@@ -424,97 +422,3 @@ def _retry_after(value: str | None) -> float | None:
     if seconds != seconds:  # NaN
         return None
     return max(seconds, 0.0)
-
-
-class HttpProviderBase:
-    """What the HTTP providers share: the checks of their settings when they are built (base
-    URL, API key, answer limit, deadline), a key and proxy credentials that never show, the one
-    way to build the poster (proxy and CA bundle), a pool to close, ``with``.
-
-    ``key_required_hosts`` are the hosts that refuse every request without a key (the
-    vendor's own API): with one of them and no key, building the provider is a
-    :class:`~nr_llm_core.errors.ConfigurationError` that names ``key_env``; any other host (a
-    local Ollama or llama.cpp server) may be used without a key.
-    """
-
-    #: The hosts that need an API key (each adapter names its vendor's).
-    key_required_hosts: frozenset[str] = frozenset()
-    base_url: str
-    model: str
-    max_tokens: int
-    _api_key: str | None
-    _poster: JsonPoster
-
-    def _connect(
-        self,
-        what: str,
-        *,
-        base_url: str,
-        api_key: str | None,
-        key_env: str,
-        max_tokens: int,
-        timeout: float,
-        max_retries: int,
-        max_retry_after: float,
-        proxy: str | None,
-        ca_bundle: str | os.PathLike[str] | None,
-    ) -> None:
-        self.base_url = check_base_url(base_url)
-        # The one place an adapter's key is read: the argument, else its variable, else the
-        # key stored with `nr-llm keys set` (imported here: only a key lookup needs it).
-        from nr_llm_core.keys import KEY_VARIABLES, find_key
-
-        self._api_key = check_api_key(
-            api_key if api_key is not None else find_key(key_env), key_env
-        )
-        host = (urlsplit(self.base_url).hostname or "").lower()
-        if self._api_key is None and host in self.key_required_hosts:
-            # Refused here rather than by a 401 after the first request.
-            names = [name for name, variable in KEY_VARIABLES.items() if variable == key_env]
-            stored = f" or store it with `nr-llm keys set {names[0]}`" if names else ""
-            raise ConfigurationError(
-                f"no API key: set {key_env}{stored} ({host} refuses requests without one)"
-            )
-        if type(max_tokens) is not int or max_tokens < 1:
-            raise ConfigurationError("max_tokens must be a whole number of at least 1")
-        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
-            raise ConfigurationError("timeout must be a number of seconds greater than 0")
-        self.max_tokens = max_tokens
-        self._poster = JsonPoster(
-            what=what,
-            timeout=float(timeout),
-            max_retries=max_retries,
-            max_retry_after=max_retry_after,
-            proxy=proxy,
-            ca_bundle=ca_bundle,
-        )
-        if proxy is not None and urlsplit(self.base_url).scheme.lower() != "https":
-            # Through a proxy, plain HTTP is readable by the proxy: the conversation and the key.
-            logger.warning(
-                "%s: the base URL is not https, so the proxy can read every request, "
-                "API key included",
-                what,
-            )
-
-    @property
-    def timeout(self) -> float:
-        """Seconds one request may take (see :class:`JsonPoster`)."""
-        return self._poster.timeout
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
-        shown = self._poster.proxy_shown
-        proxy = "" if shown is None else f", proxy={shown!r}"
-        bundle = self._poster.ca_bundle
-        ca = "" if bundle is None else f", ca_bundle={bundle!r}"
-        return f"{type(self).__name__}(model={self.model!r}, api_key=<{key}>{proxy}{ca})"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._poster.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -8,8 +8,9 @@ from typing import Any, Final, final
 
 from nr_llm_core.errors import ProviderResponseError
 from nr_llm_core.messages import ChatMessage, Role
+from nr_llm_core.providers._adapter import HttpProviderBase
 from nr_llm_core.providers._body import MessageFragments, fragment, spliced
-from nr_llm_core.providers._http import HttpProviderBase, encode_request
+from nr_llm_core.providers._http import encode_request
 from nr_llm_core.providers._parse import RawCall, clean_text, keep_tool_calls
 from nr_llm_core.providers.base import (
     DEFAULT_MAX_TOKENS,

@@ -18,7 +18,8 @@ import pytest
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
 from nr_llm_core.loop import TerminationReason
 from nr_llm_core.providers import _http, _settings
-from nr_llm_core.providers._http import HttpProviderBase, check_ca_bundle, tls_context
+from nr_llm_core.providers._adapter import HttpProviderBase
+from nr_llm_core.providers._http import check_ca_bundle, tls_context
 
 from ._pki import Pki
 from ._tools import make_host

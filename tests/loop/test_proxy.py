@@ -14,7 +14,7 @@ import pytest
 
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
 from nr_llm_core.loop import TerminationReason
-from nr_llm_core.providers._http import HttpProviderBase
+from nr_llm_core.providers._adapter import HttpProviderBase
 
 from ._tools import make_host
 from ._wire import ForwardingProxy, Reply, WireServer, refused_url
