@@ -26,6 +26,7 @@ import platformdirs  # noqa: F401  # imported now: no lazy import counts as byte
 import pytest
 
 from nr_llm_core import _audit_states, _signing
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
 from nr_llm_core.config import load_config
 from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.keys import find_key, keys_path
@@ -515,3 +516,27 @@ def test_an_entry_swapped_at_the_open_is_judged_as_what_was_opened(
     assert_outcome(reader, got, SWAPS[swap][reader.name])
     assert flags_seen, "the reader never opened the path"
     assert all(flags & os.O_NONBLOCK for flags in flags_seen)
+
+
+# -- the one reader itself ------------------------------------------------------------------
+
+
+def test_a_refusal_carries_its_reason_and_nothing_of_the_path_or_the_file(tmp_path: Path) -> None:
+    """The one error type says why with a code; its message is the reason's words only, so a
+    caller that forgot to word it would still show no path and no byte of the file."""
+    path = tmp_path / "SECRET-NAME-CANARY"
+    path.write_bytes(b"SECRET-BYTES-CANARY")
+    path.chmod(0o640)
+    with pytest.raises(PrivateFileError) as refused:
+        read_private_file(path, limit=100, owner="self", forbidden_mode=0o077)
+    assert refused.value.reason is Refusal.MODE
+    assert refused.value.info is not None and stat.S_IMODE(refused.value.info.st_mode) == 0o640
+    assert str(refused.value) == "permissions"
+    path.chmod(0o600)
+    assert read_private_file(path, limit=19, owner="self", forbidden_mode=0o077) == (
+        b"SECRET-BYTES-CANARY"
+    )
+    with pytest.raises(PrivateFileError) as refused:
+        read_private_file(path, limit=18, owner="self", forbidden_mode=0o077)
+    assert refused.value.reason is Refusal.TOO_BIG
+    assert "CANARY" not in str(refused.value)
