@@ -51,6 +51,7 @@ class Reader:
     limit: ClassVar[int]
     valid: ClassVar[bytes]
     value: ClassVar[object]
+    too_big: ClassVar[str]  # the words of its refusal of a file over the limit
 
     def place(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         """The path this reader reads (its directory made, owner-only)."""
@@ -69,6 +70,7 @@ class Secret(Reader):
     limit = 4096
     valid = b"host-secret-" + b"s" * 40 + b"\n"
     value = valid.strip()
+    too_big = "a secret file is at most 4 KiB"
 
     def place(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         path = tmp_path / "secret"
@@ -84,6 +86,7 @@ class Keys(Reader):
     limit = 64 * 1024
     valid = b'{"OPENAI_API_KEY": "sk-test-private-files"}\n'
     value = "sk-test-private-files"
+    too_big = "is not a keys file (over 65536 bytes)"
 
     def place(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         path = keys_path()
@@ -100,6 +103,7 @@ class Config(Reader):
     limit = 1 << 20
     valid = b'[providers]\ndefault = "openai"\n'
     value = "openai"
+    too_big = "a configuration file is at most 1 MiB"
 
     def place(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         return tmp_path / "config.toml"
@@ -113,6 +117,7 @@ class States(Reader):
     limit = 64 << 20
     valid = b'{"messages": [], "pending": []}'
     value = valid
+    too_big = "over the size of a state"
 
     def __init__(self) -> None:
         self.sha256 = hashlib.sha256(self.valid).hexdigest()
@@ -393,7 +398,7 @@ def test_a_sparse_gigabyte_is_refused_without_reading_it(reader: Reader, path: P
     before = bytes_read()
     got = outcome(reader, path)
     spent = bytes_read() - before
-    assert isinstance(got, Refused)
+    assert_outcome(reader, got, Refused(reader.too_big))
     assert spent < SLACK, f"{spent} bytes read to refuse a 1 GiB file"
 
 
@@ -417,7 +422,7 @@ def test_exactly_the_limit_is_read_and_one_byte_more_is_refused(reader: Reader, 
         sparse(reader, path, reader.limit + 1, recorded=True)
     else:
         put(reader, path, reader.valid.strip().ljust(reader.limit + 1, pad))
-    assert isinstance(outcome(reader, path), Refused)
+    assert_outcome(reader, outcome(reader, path), Refused(reader.too_big))
 
 
 def test_a_file_that_grows_after_the_check_is_read_no_further_than_the_limit(
@@ -440,7 +445,7 @@ def test_a_file_that_grows_after_the_check_is_read_no_further_than_the_limit(
     before = bytes_read()
     got = outcome(reader, path)
     spent = bytes_read() - before
-    assert isinstance(got, Refused)
+    assert_outcome(reader, got, Refused(reader.too_big))
     assert spent <= reader.limit + 1 + SLACK, f"{spent} bytes read, limit {reader.limit}"
 
 
