@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Final
 
 from nr_llm_core._audit_records import AuditStoreError
+from nr_llm_core._private_files import PrivateFileError, Refusal, open_regular, read_private_file
 
 __all__ = [
+    "MAX_STATE_BYTES",
     "StateFileError",
     "StateFolderError",
     "has_files",
@@ -47,6 +49,9 @@ __all__ = [
 _SUFFIX: Final = "-suspended"
 _NAME_RE: Final = re.compile(r"[0-9a-f]{32}\.json")
 _ZEROS: Final = bytes(65536)
+#: The most bytes a state file may hold: far above any conversation a provider accepts, and
+#: what a claim reads at most (a larger file is refused unread, never loaded whole).
+MAX_STATE_BYTES: Final = 64 << 20
 # Never follow a link, never wait on a FIFO or a device (O_NONBLOCK: open returns at once;
 # what it opened is then checked with fstat, on the descriptor, so it cannot be swapped).
 _NO_SURPRISES: Final = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -73,7 +78,14 @@ def _sha256(data: bytes) -> str:
 def write(directory: Path, data: bytes) -> tuple[str, str]:
     """Write ``data`` to a new file in ``directory``; return its name and SHA-256.
 
-    :class:`StateFolderError` when ``directory`` exists and is not ours alone."""
+    :class:`StateFolderError` when ``directory`` exists and is not ours alone;
+    :class:`~nr_llm_core._audit_records.AuditStoreError` when ``data`` is over
+    :data:`MAX_STATE_BYTES` (it could not be read back)."""
+    if len(data) > MAX_STATE_BYTES:
+        raise AuditStoreError(
+            f"a suspended run's state is at most {MAX_STATE_BYTES} bytes, this one "
+            f"{len(data)}: it is not saved"
+        )
     with contextlib.suppress(FileExistsError):
         directory.mkdir(mode=0o700)
     _check_folder(directory)
@@ -117,36 +129,22 @@ def _check_folder(directory: Path) -> None:
         )
 
 
-def _open_regular(path: Path, flags: int) -> int | None:
-    """A descriptor on ``path`` when it is a regular file, opened without following a link or
-    blocking; ``None`` when it is missing, a link, a FIFO or anything else."""
-    try:
-        # lstat first, so a device node is never opened (opening one can act); fstat after,
-        # on the descriptor, because the entry may be swapped between the two.
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        fd = os.open(path, flags | _NO_SURPRISES)
-    except OSError:
-        return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
-
-
 def read(directory: Path, name: str, sha256: str) -> bytes:
     """The bytes of state file ``name``; :class:`StateFileError` unless it is a regular file
-    whose bytes hash to ``sha256``."""
+    of at most :data:`MAX_STATE_BYTES` whose bytes hash to ``sha256``.
+
+    Anyone's file is read: the hash the row recorded decides whether these are the bytes
+    this module wrote, whoever owns them now."""
     if not _NAME_RE.fullmatch(name):  # a row names only files this module made
         raise StateFileError("not a state file name")
-    fd = _open_regular(directory / name, os.O_RDONLY)
-    if fd is None:
-        raise StateFileError("missing or not a regular file")
-    with os.fdopen(fd, "rb") as source:
-        data = source.read()
+    try:
+        data = read_private_file(
+            directory / name, limit=MAX_STATE_BYTES, owner="anyone", forbidden_mode=0
+        )
+    except PrivateFileError as exc:
+        if exc.reason is Refusal.TOO_BIG:
+            raise StateFileError("over the size of a state") from None
+        raise StateFileError("missing or not a regular file") from None
     if _sha256(data) != sha256:
         raise StateFileError("altered")
     return data
@@ -163,10 +161,12 @@ def wipe(directory: Path, name: str) -> None:
     module wrote) is only unlinked, never opened for writing in a way that follows or blocks.
     """
     path = directory / name
-    fd = _open_regular(path, os.O_WRONLY)
-    if fd is not None:
+    try:
+        fd, info = open_regular(path, os.O_WRONLY)
+    except PrivateFileError:
+        pass  # not a regular file by this name: only unlinked
+    else:
         try:
-            info = os.fstat(fd)
             ours = info.st_nlink == 1 and info.st_uid == os.geteuid()
             remaining = info.st_size if ours else 0
             while remaining > 0:

@@ -9,8 +9,9 @@ or a file of its own, never in the store beside the state (ADR 0024).
 Where the secret comes from, first match:
 
 1. ``$NR_LLM_SECRET``: the secret itself (at least 32 characters);
-2. ``$NR_LLM_SECRET_FILE``: a file holding it (a regular file of this user's or root's, that
-   only its owner can read or write, of at least 32 characters);
+2. ``$NR_LLM_SECRET_FILE``: a file holding it (a regular file, not a symbolic link, of this
+   user's or root's, that only its owner can read or write, of 32 characters to 4 KiB; read
+   by :func:`~nr_llm_core._private_files.read_private_file`);
 3. else ``secret`` in the user's configuration directory (``~/.config/nr-llm/secret`` on
    Linux), created with 32 random bytes on first use (0600). This one suits one machine; a
    store shared by several machines needs the same secret on each of them, so a shared store
@@ -23,10 +24,10 @@ import hashlib
 import hmac
 import os
 import secrets
-import stat
 from pathlib import Path
 from typing import Final
 
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
 from nr_llm_core.errors import ConfigurationError
 
 __all__ = [
@@ -60,26 +61,25 @@ def _checked(value: str, where: str) -> bytes:
     return value.encode("utf-8", "surrogatepass")
 
 
+# Each refusal of the secret file, in words; the secret's bytes are never in one.
+_REFUSED: Final = {
+    Refusal.SYMLINK: "the secret file is a symbolic link: name the file itself",
+    Refusal.NOT_REGULAR: "the secret file is not a regular file",
+    # Its owner knows the secret, and so could sign an altered state.
+    Refusal.OWNER: "the secret file belongs to another user",
+    Refusal.MODE: "the secret file must be readable by its owner only",
+    Refusal.TOO_BIG: "a secret file is at most 4 KiB",
+}
+
+
 def _read_file(path: Path, where: str) -> bytes:
-    # O_NONBLOCK: a FIFO put where the secret belongs must not hang every process that signs
-    # or checks a state; what was opened is then checked on the descriptor.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise ConfigurationError(f"{where}: cannot read the secret file ({why})") from None
-    with os.fdopen(fd, "rb") as source:
-        info = os.fstat(source.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigurationError(f"{where}: the secret file is not a regular file")
-        if info.st_uid not in (os.geteuid(), 0):
-            # Its owner knows the secret, and so could sign an altered state.
-            raise ConfigurationError(f"{where}: the secret file belongs to another user")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            raise ConfigurationError(f"{where}: the secret file must be readable by its owner only")
-        data = source.read(_MAX_FILE_BYTES + 1)
-    if len(data) > _MAX_FILE_BYTES:
-        raise ConfigurationError(f"{where}: a secret file is at most 4 KiB")
+        data = read_private_file(
+            path, limit=_MAX_FILE_BYTES, owner="self or root", forbidden_mode=0o077
+        )
+    except PrivateFileError as exc:
+        words = _REFUSED.get(exc.reason) or f"cannot read the secret file ({exc.why})"
+        raise ConfigurationError(f"{where}: {words}") from None
     try:
         return _checked(data.decode("utf-8"), where)
     except UnicodeDecodeError:

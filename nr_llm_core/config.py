@@ -88,6 +88,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
 from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.host import (
     ENV_BLOCK_TOOLS,
@@ -529,21 +530,21 @@ def _choose_file(
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
-    # O_NONBLOCK: a FIFO put there must not hang the command (it is refused below). A symbolic
-    # link is followed (dotfile managers link config files): the file it names is checked.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    # A symbolic link is followed (dotfile managers link config files): the file it names is
+    # checked. Read by the one reader of trusted files: a FIFO, a device or a directory is
+    # refused without being opened, and everything else is decided on the open descriptor.
     try:
-        fd = os.open(file, flags)
-        with os.fdopen(fd, "rb") as fh:
-            if _is_dev_null(os.fstat(fh.fileno())):
-                return {}  # NR_LLM_CONFIG=/dev/null: read no file
-            _check_trusted(file, os.fstat(fh.fileno()))
-            data = fh.read(_MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise ConfigurationError(f"{file}: cannot read the configuration file ({why})") from None
-    if len(data) > _MAX_FILE_BYTES:
-        raise ConfigurationError(f"{file}: a configuration file is at most 1 MiB")
+        data = read_private_file(
+            file,
+            limit=_MAX_FILE_BYTES,
+            owner="self or root",
+            forbidden_mode=0o022,
+            follow_symlinks=True,
+        )
+    except PrivateFileError as exc:
+        if exc.reason is Refusal.NOT_REGULAR and _is_dev_null(exc.info):
+            return {}  # NR_LLM_CONFIG=/dev/null: read no file
+        raise ConfigurationError(_untrusted(file, exc)) from None
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -553,8 +554,8 @@ def _read_toml(file: Path) -> dict[str, Any]:
         raise ConfigurationError(f"{file}: not valid TOML: {exc}") from None
 
 
-def _is_dev_null(info: os.stat_result) -> bool:
-    if not stat.S_ISCHR(info.st_mode):
+def _is_dev_null(info: os.stat_result | None) -> bool:
+    if info is None or not stat.S_ISCHR(info.st_mode):
         return False
     try:
         null = os.stat(os.devnull)
@@ -563,28 +564,29 @@ def _is_dev_null(info: os.stat_result) -> bool:
     return stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
 
 
-def _check_trusted(file: Path, info: os.stat_result) -> None:
-    """Refuse a file that others could have written, as ssh refuses such a config file.
+def _untrusted(file: Path, exc: PrivateFileError) -> str:
+    """Why the file is refused, as ssh refuses a config file others could have written.
 
     The file says where the stored API key is sent (a provider's ``base_url``), which zone a
     server counts as, and which tools run in-process: whoever can write it can take the key.
     So it must be a regular file (a FIFO would hang the command), owned by the user (or root)
     and writable by no one else. Not on Windows (the file inherits its directory's ACL)."""
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigurationError(f"{file} is not a regular file: name the configuration file")
-    if os.name != "posix":
-        return
-    if info.st_uid not in (os.geteuid(), 0):
-        raise ConfigurationError(
+    if exc.reason is Refusal.NOT_REGULAR:
+        return f"{file} is not a regular file: name the configuration file"
+    if exc.reason is Refusal.OWNER:
+        return (
             f"{file} belongs to another user, who could change where your API keys are sent: "
             "nr-llm reads only a configuration file of yours (or root's)"
         )
-    if info.st_mode & 0o022:
-        mode = stat.S_IMODE(info.st_mode)
-        raise ConfigurationError(
+    if exc.reason is Refusal.MODE and exc.info is not None:
+        mode = stat.S_IMODE(exc.info.st_mode)
+        return (
             f"{file} can be changed by other users (permissions {mode:04o}), who could change "
             f"where your API keys are sent: run `chmod go-w {file}`"
         )
+    if exc.reason is Refusal.TOO_BIG:
+        return f"{file}: a configuration file is at most 1 MiB"
+    return f"{file}: cannot read the configuration file ({exc.why or exc.reason.value})"
 
 
 def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:

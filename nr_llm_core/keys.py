@@ -9,7 +9,9 @@ on Linux, beside ``config.toml``): a JSON object from a key's variable name
   directory created ``0700``; a directory others can write to is refused.
 - Read only when the variable is unset or empty: the environment wins over the file.
 - Refused, as ssh refuses a private key, when it is group- or world-accessible (the message
-  names ``chmod 600``), owned by another user, a symbolic link, or not a regular file.
+  names ``chmod 600``), owned by another user, a symbolic link, not a regular file, a file
+  with another name (a hard link: removing a key would leave it there), or over 64 KiB
+  (never read past that).
 - No message, ``repr`` or log record holds a key, nor any of the file's bytes (a name in a
   hand-edited file could be a key pasted in the wrong place).
 
@@ -18,7 +20,6 @@ On Windows the permission checks do not apply (the file inherits the directory's
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import secrets
@@ -29,6 +30,7 @@ from typing import Final, Literal, final
 
 import attrs
 
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
 from nr_llm_core.errors import ConfigurationError
 
 __all__ = [
@@ -167,43 +169,55 @@ def _private_directory(directory: Path) -> None:
 
 def _read(path: Path) -> dict[str, str]:
     """The stored keys by variable ({} without a file), after the file's checks."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        # O_NONBLOCK: a FIFO put there must not hang the command (it is refused below).
-        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ConfigurationError(
-                f"{path} is a symbolic link: nr-llm reads keys only from a regular file there "
-                "(remove the link and store the keys again with `nr-llm keys set`)"
-            ) from None
-        why = exc.strerror or type(exc).__name__
-        raise ConfigurationError(f"{path}: cannot read the keys file ({why})") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigurationError(f"{path} is not a regular file: remove it")
-        if _POSIX:
-            if info.st_uid != os.geteuid():
-                raise ConfigurationError(
-                    f"{path} belongs to another user: nr-llm reads only a keys file of yours"
-                )
-            if info.st_mode & 0o077:
-                mode = stat.S_IMODE(info.st_mode)
-                raise ConfigurationError(
-                    f"{path} can be read by other users (permissions {mode:04o}): run "
-                    f"`chmod 600 {path}`, and replace the keys in it if others could read them"
-                )
-        data = fh.read(_MAX_FILE_BYTES + 1)
+        data = read_private_file(
+            path, limit=_MAX_FILE_BYTES, owner="self", forbidden_mode=0o077, single_link=True
+        )
+    except PrivateFileError as exc:
+        if exc.reason is Refusal.MISSING:
+            return {}
+        raise ConfigurationError(_refusal(path, exc)) from None
     return _decoded(path, data)
+
+
+def _refusal(path: Path, exc: PrivateFileError) -> str:
+    """What is wrong with the keys file at ``path``, in words that begin with the path."""
+    if exc.reason is Refusal.SYMLINK:
+        return (
+            f"{path} is a symbolic link: nr-llm reads keys only from a regular file there "
+            "(remove the link and store the keys again with `nr-llm keys set`)"
+        )
+    if exc.reason is Refusal.NOT_REGULAR:
+        return f"{path} is not a regular file: remove it"
+    if exc.reason is Refusal.OWNER:
+        return f"{path} belongs to another user: nr-llm reads only a keys file of yours"
+    if exc.reason is Refusal.LINKS:
+        # `keys remove` and `keys set` replace this name only: the keys would stay under the
+        # other one, wherever it is.
+        return (
+            f"{path} has another name (a hard link): nr-llm reads keys only from a file of "
+            "its own; remove the other name, or remove this one and store the keys again"
+        )
+    if exc.reason is Refusal.TOO_BIG:
+        return f"{path} is not a keys file (over {_MAX_FILE_BYTES} bytes)"
+    if exc.reason is Refusal.MODE and exc.info is not None:
+        mode = stat.S_IMODE(exc.info.st_mode)
+        if mode & 0o044:
+            return (
+                f"{path} can be read by other users (permissions {mode:04o}): run "
+                f"`chmod 600 {path}`, and replace the keys in it if others could read them"
+            )
+        if mode & 0o022:
+            return (
+                f"{path} can be changed by other users (permissions {mode:04o}), who could "
+                f"put a key of theirs in it: run `chmod 600 {path}`"
+            )
+        return f"{path} is open to other users (permissions {mode:04o}): run `chmod 600 {path}`"
+    return f"{path}: cannot read the keys file ({exc.why or exc.reason.value})"
 
 
 def _decoded(path: Path, data: bytes) -> dict[str, str]:
     # No message quotes the file: every byte of it may be a key.
-    if len(data) > _MAX_FILE_BYTES:
-        raise ConfigurationError(f"{path} is not a keys file (over {_MAX_FILE_BYTES} bytes)")
     try:
         value = json.loads(data.decode("utf-8")) if data.strip() else {}
     except (UnicodeDecodeError, ValueError, RecursionError):

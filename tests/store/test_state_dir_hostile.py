@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from nr_llm_core import AgentRunPersister
+from nr_llm_core import AgentRunPersister, _audit_states
 from nr_llm_core.audit import AuditStoreError, SuspendedStateError
 from nr_llm_core.errors import NrLlmError
+from tests.core.test_private_files import bytes_read
 
 from ._support import owned_files
 
@@ -168,3 +169,35 @@ def test_a_state_file_swapped_for_a_symlink_is_neither_followed_nor_zeroed(
         store.discard(run)
     assert not os.path.lexists(state)
     assert CANARY.encode() in elsewhere.read_bytes()  # the link's target was not wiped
+
+
+@POSIX_ONLY
+def test_a_state_file_grown_to_a_gigabyte_is_refused_unread(tmp_path: Path) -> None:
+    """A waiting run's state file extended to 1 GiB (sparse: nothing on disk): the claim
+    refuses it as lost on the size its descriptor reports, without reading it into memory
+    (the kernel's count of bytes this process read, not a clock), and the run still waits."""
+    db = tmp_path / "audit.db"
+    with AgentRunPersister(db) as store:
+        run = store.begin()
+        store.suspend(run, STATE)
+    (name,) = os.listdir(_state_dir(db))
+    os.truncate(_state_dir(db) / name, 1 << 30)
+    with AgentRunPersister(db) as store:
+        before = bytes_read()
+        with pytest.raises(SuspendedStateError):
+            store.claim_suspended(run)
+        spent = bytes_read() - before
+        assert store.get_run(run)["status"] == "suspended"
+    assert spent < 16 << 20, f"{spent} bytes read to refuse a 1 GiB state file"
+
+
+def test_a_state_over_the_limit_is_not_written(tmp_path: Path) -> None:
+    """A state the reader would refuse (over 64 MiB, ``MAX_STATE_BYTES``) is refused when
+    written, with no file left behind, rather than saved and then lost at the claim."""
+    folder = tmp_path / "audit.db-suspended"
+    with pytest.raises(AuditStoreError, match="it is not saved"):
+        _audit_states.write(folder, bytes((64 << 20) + 1))
+    assert not folder.exists() or os.listdir(folder) == []
+    assert _audit_states.MAX_STATE_BYTES == 64 << 20
+    name, sha256 = _audit_states.write(folder, b"{}")
+    assert _audit_states.read(folder, name, sha256) == b"{}"
