@@ -188,11 +188,16 @@ def _debian(bin_dir: Path, settings: dict[str, str]) -> Iterator[Server]:
         # The keeper holds the server. Our end of its stdin is the only one (Popen closes it
         # in the other children we start; a child forked meanwhile holds it until it exits),
         # so the kernel closes it when we exit, however we do, and the keeper stops.
-        keeper = subprocess.Popen(
-            [sys.executable, str(_KEEPER), str(root), *ids, "--", *args],
-            stdin=subprocess.PIPE,
-            start_new_session=True,
-        )
+        # Its own output goes to the server's log, not to ours: a keeper holding our stdout
+        # would keep a reader of it waiting after we are gone.
+        with open(log, "ab") as keeper_log:
+            keeper = subprocess.Popen(
+                [sys.executable, str(_KEEPER), str(root), *ids, "--", *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=keeper_log,
+                start_new_session=True,
+            )
         _wait_ready(keeper, port, log)
         server = Server("127.0.0.1", port, lambda: _stop(keeper, root), root=root)
         yield server
