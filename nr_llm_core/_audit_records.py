@@ -6,6 +6,7 @@ Re-exported by :mod:`nr_llm_core.audit`; kept apart so the persister module stay
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
@@ -27,6 +28,7 @@ __all__ = [
     "UnknownRunError",
     "chosen_run",
     "encodable",
+    "new_run_id",
     "refuse_artifacts",
     "resume_refusal",
     "run_record",
@@ -59,14 +61,36 @@ class AmbiguousRunIdError(AuditStoreError):
 
 
 def encodable(run_id: str) -> bool:
-    """Whether ``run_id`` is text a database can be asked about: an id with a lone surrogate
-    (undecodable command-line bytes) is not UTF-8, so no store holds a run by it and it names
-    no run; it is never sent (the drivers raise an encoding error on it)."""
+    """Whether ``run_id`` is an id a store can hold, the one rule under both stores: text
+    without a lone surrogate (undecodable command-line bytes; not UTF-8, which neither
+    database takes as text) and without NUL (PostgreSQL's text cannot hold it; SQLite's
+    could, but then a run would exist on one store that cannot exist on the other).
+
+    An id that is not is never sent to a database: it names no run (every lookup finds
+    none, every claim is refused as no such run), and :func:`new_run_id` refuses to begin
+    a run by it."""
     try:
         run_id.encode("utf-8")
     except (UnicodeEncodeError, AttributeError):
         return False
-    return True
+    return "\x00" not in run_id
+
+
+def new_run_id(run_id: str | None) -> str:
+    """The id a new run gets: ``run_id``, or a fresh UUID when it is ``None`` or empty.
+
+    :class:`AuditStoreError` for an id no store can hold (see :func:`encodable`), before
+    anything is written: the same refusal on both stores, never a driver's error."""
+    if not run_id:
+        return uuid.uuid4().hex
+    if not isinstance(run_id, str):
+        raise AuditStoreError(f"a run id is text, not {type(run_id).__name__}")
+    if not encodable(run_id):
+        raise AuditStoreError(
+            f"cannot begin run {run_id[:80]!r}: a run id is text without NUL characters "
+            "or lone surrogates"
+        )
+    return run_id
 
 
 def chosen_run(given: str, matches: list[str]) -> str:

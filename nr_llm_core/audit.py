@@ -27,7 +27,6 @@ import logging
 import os
 import sqlite3
 import threading
-import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +47,7 @@ from nr_llm_core._audit_records import (
     UnknownRunError,
     chosen_run,
     encodable,
+    new_run_id,
     refuse_artifacts,
     run_record,
 )
@@ -212,7 +212,7 @@ class AgentRunPersister(StoreBase):
         of this store's and the one the run asks for: ``privacy``, and ``meta["privacy"]``
         (how :class:`~nr_llm_core.loop.ToolLoop` passes a level it was given).
         """
-        run_id = run_id or uuid.uuid4().hex
+        run_id = new_run_id(run_id)
         asked = None if meta is None else meta.get("privacy")
         level = self.level_for(privacy, asked)
         try:
@@ -412,6 +412,7 @@ class AgentRunPersister(StoreBase):
         and removed when the suspension ends: a claim (:meth:`claim_suspended`, or an
         ``approval`` step recorded), :meth:`discard`, :meth:`settle` or :meth:`purge`.
         """
+        _known_text(run_id)
         refuse_artifacts(state)
         try:
             data = encode_json_str(dict(state)).encode("utf-8")
@@ -439,6 +440,8 @@ class AgentRunPersister(StoreBase):
 
         Raises :class:`SuspendedStateError` when the run waits but its state file is missing
         or altered (see :meth:`discard`)."""
+        if not encodable(run_id):
+            return None
         query = "SELECT state_file, state_sha256 FROM runs WHERE id = ? AND status = 'suspended'"
         rows = self._read(query, (run_id,))
         if not rows or rows[0][0] is None:

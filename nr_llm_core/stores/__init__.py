@@ -75,7 +75,12 @@ class AuditStore(ClaimingRecorder, Protocol):
         meta: Mapping[str, Any] | None = None,
         privacy: PrivacyLevel | str | None = None,
     ) -> str:
-        """Start a run (``running``) and return its id."""
+        """Start a run (``running``) and return its id (a new UUID when not given).
+
+        An id no store can hold (a NUL character, a lone surrogate:
+        :func:`~nr_llm_core._audit_records.encodable`) is refused with
+        :class:`~nr_llm_core.audit.AuditStoreError` before anything is written, on both
+        stores."""
         ...
 
     def level_for(self, *requested: PrivacyLevel | str | None) -> PrivacyLevel:

@@ -44,7 +44,6 @@ __all__ = [
     "discard",
     "end_suspension",
     "engine",
-    "holdable",
     "mark_applying",
     "migrate",
     "put_state",
@@ -152,16 +151,9 @@ def migrate(eng: Engine) -> int:
     return version
 
 
-def holdable(run_id: str) -> bool:
-    """Whether ``run_id`` could be a stored run's id: PostgreSQL's text is UTF-8 without NUL,
-    so an id that is not :func:`~nr_llm_core._audit_records.encodable` or holds a NUL names
-    no run; it is never sent (the driver would raise a data error, where SQLite finds no row)."""
-    return encodable(run_id) and "\x00" not in run_id
-
-
 def require_open(conn: Connection, run_id: str) -> str:
     """Lock the run row; its status, or :class:`UnknownRunError` / :class:`RunSettledError`."""
-    if not holdable(run_id):
+    if not encodable(run_id):
         raise UnknownRunError(f"no run {run_id[:80]!r}")
     status = conn.execute(
         sa.select(runs.c.status).where(runs.c.id == run_id).with_for_update()
@@ -223,7 +215,7 @@ class Found:
 def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
     """The checked state of a run in ``status``; ``None`` when the run is not in it;
     :class:`SuspendedStateError` when its row is missing or its signature does not match."""
-    if not holdable(run_id):
+    if not encodable(run_id):
         return None
     query = (
         sa.select(runs.c.status, states.c.state, states.c.decisions, states.c.mac, states.c.digest)
@@ -259,7 +251,7 @@ def _checked(
 def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     """Lock a run that waits (on the turn ``digest``, when given) and return its checked
     state, or raise the refusal (who claimed it and when, stale, unknown)."""
-    if not holdable(run_id):
+    if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(
         RUN_SELECT.add_columns(states.c.state, states.c.decisions, states.c.mac, states.c.digest)
@@ -288,7 +280,7 @@ def end_suspension(conn: Connection, run_id: str, who: str) -> None:
 def discard(conn: Connection, run_id: str, who: str) -> None:
     """Settle a waiting run ``cancelled`` (reason ``discarded``) for ``who``, state deleted;
     refused like a claim when it is not waiting."""
-    if not holdable(run_id):
+    if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(RUN_SELECT.where(runs.c.id == run_id).with_for_update(of=runs)).first()
     record = None if row is None else run_record(tuple(row))
@@ -340,7 +332,7 @@ def take(
 ) -> Taken | None:
     """Lock the run; hand it to ``worker`` if it is queued, or again if it is running with a
     state (the engine retries it after its worker was lost); else ``None``."""
-    if not holdable(run_id):
+    if not encodable(run_id):
         return None
     row = conn.execute(
         sa.select(

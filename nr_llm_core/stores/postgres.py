@@ -24,7 +24,6 @@ import datetime as dt
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, final
@@ -41,6 +40,8 @@ from nr_llm_core._audit_records import (
     StepRecord,
     UnknownRunError,
     chosen_run,
+    encodable,
+    new_run_id,
     refuse_artifacts,
     run_record,
 )
@@ -186,7 +187,7 @@ class PostgresStore(StoreBase):
         *,
         state: Mapping[str, Any] | None,
     ) -> str:
-        run_id = run_id or uuid.uuid4().hex
+        run_id = new_run_id(run_id)
         asked = None if meta is None else meta.get("privacy")
         level = self.level_for(privacy, asked)
         try:
@@ -213,6 +214,8 @@ class PostgresStore(StoreBase):
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)
         if level is None:
+            if not encodable(run_id):
+                return None
             rows = self._read(sa.select(runs.c.privacy_level).where(runs.c.id == run_id))
             if not rows:
                 return None
@@ -380,7 +383,7 @@ class PostgresStore(StoreBase):
         :class:`~nr_llm_core._audit_records.AmbiguousRunIdError` naming up to five when several
         do."""
         shown = given[:80]
-        if not _st.holdable(given):
+        if not encodable(given):
             raise UnknownRunError(f"no such run {shown!r}")
         if self._read(sa.select(runs.c.id).where(runs.c.id == given)):
             return given
@@ -400,7 +403,7 @@ class PostgresStore(StoreBase):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
-        if not _st.holdable(run_id):
+        if not encodable(run_id):
             return None
         rows = self._read(_st.RUN_SELECT.where(runs.c.id == run_id))
         return run_record(tuple(rows[0])) if rows else None
@@ -410,7 +413,7 @@ class PostgresStore(StoreBase):
     ) -> dict[str, list[dict[str, Any]]]:
         """The stored ``kind`` steps of each of ``run_ids``, decoded, in sequence order, in
         one query (see :meth:`~nr_llm_core.audit.AgentRunPersister.steps_of`)."""
-        ids = [i for i in dict.fromkeys(run_ids) if _st.holdable(i)]
+        ids = [i for i in dict.fromkeys(run_ids) if encodable(i)]
         if not ids:
             return {}
         query = sa.select(events.c.run_id, events.c.payload).where(
@@ -425,7 +428,7 @@ class PostgresStore(StoreBase):
 
     def steps(self, run_id: str) -> list[StepRecord]:
         """A run's stored steps in sequence order, exactly as stored."""
-        if not _st.holdable(run_id):
+        if not encodable(run_id):
             return []
         query = (
             sa.select(

@@ -1,9 +1,12 @@
 """13.6 with real processes: two ``nr-llm runs approve`` at once, and the playground racing the
 command line, on one suspended run. The approved call appends one line per run to a log file
-(a real distribution's tool, found through its entry point by every process)."""
+(a real distribution's tool, found through its entry point by every process). Each test runs
+on a SQLite file and on a PostgreSQL server (``store_target``), with the same assertions: the
+claim is the store's, whichever store it is."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ from nr_llm_core import ScriptedProvider
 from nr_llm_core.playground import PlaygroundServer
 from nr_llm_core.playground._store import open_store
 
+from ..stores.fixtures import SECRET
 from ._support import (
     APPEND_TURNS,
     LOG_VAR,
@@ -36,19 +40,38 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_site(tmp_path_factory.mktemp("dist"))
 
 
-def approve_args(run_id: str, digest: str, db: Path, script: Path) -> list[str]:
-    return ["runs", "approve", run_id, "--digest", digest, "--script", str(script), "--db", str(db)]
+@pytest.fixture
+def target(store_target: str) -> str:
+    """The store under test: a SQLite file, then a PostgreSQL database."""
+    return store_target
 
 
-def test_two_cli_approvals_at_once_run_the_call_once(tmp_path: Path, site: Path) -> None:
-    """Two processes approve one run at the same time, three times over: one line per run in
-    the log; one process completes the run, the other exits non-zero naming the winner."""
+def env_for(site: Path, log: Path) -> dict[str, str]:
+    """A command's environment: the test distribution and the log; on PostgreSQL also the
+    host secret the fixture named for this process (a shared store needs one named). On
+    SQLite every process finds the same secret file, as a user's processes do."""
+    env = cli_env(site, log)
+    if os.environ.get("NR_LLM_SECRET") == SECRET:
+        env["NR_LLM_SECRET"] = SECRET
+    return env
+
+
+def approve_args(run_id: str, digest: str, db: str, script: Path) -> list[str]:
+    return ["runs", "approve", run_id, "--digest", digest, "--script", str(script), "--db", db]
+
+
+def test_two_cli_approvals_at_once_run_the_call_once(
+    tmp_path: Path, site: Path, target: str
+) -> None:
+    """Two processes approve one run at the same time, three times over (three runs in one
+    store): one line per run in the log; one process completes the run, the other exits
+    non-zero naming the winner."""
     script = write_script(tmp_path / "script.json")
     for attempt in range(3):
-        db = tmp_path / f"audit-{attempt}.db"
+        db = target
         log = tmp_path / f"append-{attempt}.log"
         run_id, digest = suspend_append_run(db)
-        env = cli_env(site, log)
+        env = env_for(site, log)
         procs = [start_cli(approve_args(run_id, digest, db, script), env) for _ in range(2)]
         outcomes = []
         for proc in procs:
@@ -64,15 +87,19 @@ def test_two_cli_approvals_at_once_run_the_call_once(tmp_path: Path, site: Path)
 
 
 @pytest.fixture
-def playground(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """A real playground on 127.0.0.1 recording into a store, with the append tool."""
-    db = tmp_path / "audit.db"
+def playground(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> Iterator[dict[str, Any]]:
+    """A real playground on 127.0.0.1 recording into the store under test, with the append
+    tool."""
+    db = target
     log = tmp_path / "append.log"
     monkeypatch.setenv(LOG_VAR, str(log))  # the playground's in-process tool writes here
+    store = open_store(db)
     server = PlaygroundServer(
         append_host(),
         providers={"append": lambda: ScriptedProvider(APPEND_TURNS)},
-        store=open_store(db),
+        store=store,
     ).start()
     client = httpx.Client(
         base_url=server.origin,
@@ -84,6 +111,7 @@ def playground(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
     finally:
         client.close()
         server.stop()
+        store.close()  # the host's to close, not the playground's (its pool's connections)
 
 
 def pause_in_playground(client: httpx.Client) -> tuple[str, str]:
@@ -111,14 +139,14 @@ def test_the_playground_and_the_cli_resume_a_run_once(
     ``nr-llm runs approve`` in another process: the call runs once, and whoever comes second
     is told who resumed the run."""
     client: httpx.Client = playground["client"]
-    db: Path = playground["db"]
+    db: str = playground["db"]
     log: Path = playground["log"]
     script = write_script(tmp_path / "script.json")
     run_id, digest = pause_in_playground(client)
     url = f"/api/runs/{run_id}/resume"
     decision = {"digest": digest, "approved": True}
     args = approve_args(run_id, digest, db, script)
-    env = cli_env(site, log)
+    env = env_for(site, log)
     if order == "cli-first":
         proc = start_cli(args, env)
         out, err = proc.communicate(timeout=180)

@@ -2,8 +2,8 @@
 on a real PostgreSQL server (``store_target``), through ``open_store``. The contract's life
 cycle, numbering, claims, retention and concurrency run on both stores in
 tests/test_audit_store.py and tests/store/ (test_claim, test_run_id_prefix, test_effective_level);
-here: the protocol itself, a run's level read back by another store, and a state edited in
-the store."""
+here: the protocol itself, a run's level read back by another store, ids no store can hold
+(ADR 0032), and a state edited in the store."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nr_llm_core import ScriptedProvider, ToolLoop
-from nr_llm_core.audit import AuditStoreError
+from nr_llm_core.audit import AuditStoreError, UnknownRunError
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.results import ToolResult
 from nr_llm_core.stores import AuditStore, open_store, store_kind
@@ -70,6 +70,64 @@ def test_a_stricter_level_where_a_run_is_resumed_wins_and_is_stored(
     assert steps[0]["tool_result"] == "before"
     assert "CANARY" not in json.dumps(steps[1:])
     assert all(set(step) == {"kind", "round", "duration_ms"} for step in steps[1:])
+
+
+# -- ids no store can hold ---------------------------------------------------------------------
+
+#: PostgreSQL's text holds no NUL (SQLite's could); a lone surrogate (undecodable argv bytes)
+#: is not UTF-8, which neither database takes as text.
+UNHOLDABLE = {"nul": "nul\x00id", "only-nul": "\x00", "lone-surrogate": "lone\udcffid"}
+
+
+@pytest.mark.parametrize("bad", list(UNHOLDABLE.values()), ids=list(UNHOLDABLE))
+def test_an_id_no_store_can_hold_is_refused_before_anything_is_written(
+    store_target: str, bad: str
+) -> None:
+    """``begin`` with an id one of the databases cannot hold: the same plain
+    :class:`AuditStoreError` on both stores, from the stores' one rule before the database
+    is asked (no driver exception as the error, its cause or its context), and nothing
+    written: no run is listed, and the id names no run anywhere (lookups find nothing,
+    claims and changes are refused as no such run, a step is not recorded)."""
+    with open_store(store_target) as store:
+        with pytest.raises(AuditStoreError) as refused:
+            store.begin(bad)
+        assert type(refused.value) is AuditStoreError
+        assert refused.value.__cause__ is None and refused.value.__context__ is None
+        assert "without NUL characters or lone surrogates" in str(refused.value)
+        assert store.list_runs() == []
+        assert store.get_run(bad) is None
+        assert store.steps(bad) == []
+        assert store.steps_of([bad], kind="tool") == {}
+        assert store.load_suspended(bad) is None
+        assert store.record_step(bad, tool_step()) is False
+        for change in (
+            lambda: store.claim_suspended(bad),
+            lambda: store.mark_resumed(bad),
+            lambda: store.discard(bad),
+            lambda: store.settle(bad, "completed"),
+            lambda: store.suspend(bad, STATE),
+            lambda: store.resolve_run_id(bad),
+        ):
+            with pytest.raises(UnknownRunError):
+                change()
+        assert store.list_runs() == []
+
+
+def test_an_id_with_a_nul_names_no_run_but_the_one_without(store_target: str) -> None:
+    """A run ``abcd1234`` exists; ``abcd1234`` followed by NUL is another id (no store cuts
+    it at the NUL): it names no run, and a claim or a step by it leaves the run as it was."""
+    with open_store(store_target) as store:
+        run = store.begin("abcd1234")
+        store.suspend(run, STATE)
+        shadow = run + "\x00"
+        assert store.get_run(shadow) is None and store.steps(shadow) == []
+        with pytest.raises(UnknownRunError):
+            store.claim_suspended(shadow)
+        assert store.record_step(shadow, tool_step()) is False
+        record = store.get_run(run)
+        assert record is not None
+        assert record["status"] == "suspended" and record["steps"] == 0
+        assert store.load_suspended(run) == STATE
 
 
 # -- the loop on both stores -------------------------------------------------------------------
