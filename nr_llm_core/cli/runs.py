@@ -22,6 +22,11 @@ from nr_llm_core.cli._pending import (
     recorded_level,
     show_before_deciding,
 )
+from nr_llm_core.cli._provider_check import (
+    ALLOW_FLAG,
+    allow_provider_change_option,
+    check_decision_provider,
+)
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
 from nr_llm_core.cli._session import (
     close_provider,
@@ -219,6 +224,7 @@ def _decide(
     blind: bool,
     yes: bool,
     queue: bool = False,
+    allow_provider_change: bool = False,
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -249,11 +255,15 @@ def _decide(
         if data is None:  # who resumed it and when, if anyone did
             refusal = store.resume_refusal(run_id)
             raise click.ClickException(visible(str(refusal), keep_newlines=False))
+        # A queued run goes back to the workers, whose provider it runs with (ADR 0025).
+        queued = queue or _queued(store, run_id)
+        if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
+            check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
-        if queue or _queued(store, run_id):
+        if queued:
             _decide_for_worker(store, state, approve, digest)
             return
         announce_provider(provider)
@@ -266,7 +276,11 @@ def _decide(
         try:
             with status("Resuming the run") as progress:
                 result = loop.resume(
-                    run_id, approved=approve, digest=digest, claimant=claimant("cli")
+                    run_id,
+                    approved=approve,
+                    digest=digest,
+                    claimant=claimant("cli"),
+                    allow_provider_change=allow_provider_change,
                 )
                 progress.end(outcome(result))
         except (ApprovalError, AuditStoreError) as exc:
@@ -304,6 +318,7 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         help="Let whichever `nr-llm worker` is free resume the run (a PostgreSQL store; the "
         "default for a run queued with `nr-llm run --queue`).",
     )
+    @allow_provider_change_option
     @db_option
     @provider_options
     @isolate_option
@@ -315,18 +330,30 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         blind: bool,
         yes: bool,
         queue: bool,
+        allow_provider_change: bool,
         db: str | None,
         **options: Any,
     ) -> None:
-        _decide(run_id, approve, digest, db, options, blind=blind, yes=yes, queue=queue)
+        _decide(
+            run_id,
+            approve,
+            digest,
+            db,
+            options,
+            blind=blind,
+            yes=yes,
+            queue=queue,
+            allow_provider_change=allow_provider_change,
+        )
 
     decide.__doc__ = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
         "The pending calls are shown first, with their complete arguments (paged on a "
         "terminal when long); on a terminal the command then asks (--yes does not). A run "
         "recorded at privacy level none shows no arguments: approving it needs --blind. "
-        "The run goes on with the given provider (default: the scripted demo, from the turn "
-        "it had reached)."
+        "The run goes on with the given provider (default: the configured one, else the "
+        "scripted demo, from the turn it had reached); when that is not the provider or model "
+        f"the run was suspended with, the decision is refused unless {ALLOW_FLAG} is given."
     )
     decide.help = decide.__doc__
     return decide
