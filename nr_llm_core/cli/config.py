@@ -9,6 +9,7 @@ import click
 
 from nr_llm_core.cli._output import NOTHING, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
+    block_option,
     config_option,
     isolate_option,
     read_config,
@@ -49,7 +50,7 @@ def _implied(dotted: str, settings: Config) -> str | None:
 
 
 @config.command("show")
-@click.option("--block", "block", multiple=True, metavar="NAME", help="As for `nr-llm tools`.")
+@block_option
 @isolate_option
 @tool_timeout_option()
 @config_option

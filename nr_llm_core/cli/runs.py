@@ -10,6 +10,7 @@ terminal. To add a ``runs`` subcommand, decorate it with ``@runs.command(...)`` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,11 +68,13 @@ def runs() -> None:
 @runs.command("list")
 @db_option
 @click.option("--limit", default=20, show_default=True, help="How many runs, newest first.")
-def list_runs(db: str | None, limit: int) -> None:
+@config_option
+def list_runs(db: str | None, limit: int, config_path: Path | None) -> None:
     """The most recent runs."""
-    store = open_persister(db)
+    config = read_config(config_path)  # its [store] db, when --db and NR_LLM_DB are unset
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         return
     with store:
         records = store.list_runs(limit)
@@ -127,13 +130,15 @@ _RUN_FIELDS = (
     is_flag=True,
     help="Print one JSON object (printable ASCII): the run, its steps, its pending calls.",
 )
-def show_run(run_id: str, db: str | None, as_json: bool) -> None:
+@config_option
+def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | None) -> None:
     """One run, its steps exactly as stored (JSON, one per step), and, while it waits for
     approval, its pending calls with their complete arguments (paged on a terminal when
     long; not shown for a run recorded at privacy level none)."""
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with store:
         run_id = resolve_run_id(store, run_id)
@@ -240,9 +245,9 @@ def _decide(
     )
     # Built first: a missing key stops the command before anyone is asked to decide.
     provider = make_provider(options.pop("provider"), config=config, **options)
-    store = open_persister(db)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with session() as stack:
         close_provider(stack, provider)
@@ -366,15 +371,17 @@ deny_run = _decision_command(False)
 @runs.command("discard")
 @click.argument("run_id")
 @db_option
-def discard_run(run_id: str, db: str | None) -> None:
+@config_option
+def discard_run(run_id: str, db: str | None, config_path: Path | None) -> None:
     """Give up RUN_ID, which waits for approval: it is settled as cancelled (reason
     discarded) and its saved state (prompt, tool output, pending arguments) is wiped."""
     from nr_llm_core.audit import AuditStoreError, claimant
     from nr_llm_core.errors import ApprovalError
 
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with store:
         run_id = resolve_run_id(store, run_id)
@@ -407,11 +414,13 @@ def show_level() -> None:
     help="Delete runs started more than DAYS days ago, with their steps.",
 )
 @db_option
-def purge(days: float, db: str | None) -> None:
+@config_option
+def purge(days: float, db: str | None, config_path: Path | None) -> None:
     """Delete old runs and their steps (the freed bytes are overwritten)."""
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         return
     with store:
         deleted = store.purge(days)
