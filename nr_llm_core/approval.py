@@ -27,6 +27,7 @@ from nr_llm_core._signing import mac
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.messages import ChatMessage, ToolCall
+from nr_llm_core.provider_record import ProviderRecord
 from nr_llm_core.providers.base import Usage
 
 __all__ = [
@@ -86,7 +87,10 @@ class SuspendedRunState:
     ``needs_approval`` names the ids of the calls whose tool requires approval (the others run
     on resume without a decision). ``iterations`` counts completions so far, ``tool_rounds``
     the rounds of tool calls already answered; ``allowed`` is the run's allow-list (``None``
-    for no narrowing). Serialise with :meth:`to_dict` / :meth:`to_json`.
+    for no narrowing). ``provider`` records the provider that wrote the pending turn
+    (:class:`~nr_llm_core.provider_record.ProviderRecord`; ``None`` in a state saved before
+    states recorded it, and then absent from :meth:`to_dict`, so such a state keeps its
+    digest). Serialise with :meth:`to_dict` / :meth:`to_json`.
     """
 
     run_id: str
@@ -97,6 +101,7 @@ class SuspendedRunState:
     tool_rounds: int
     usage: Usage
     allowed: tuple[str, ...] | None
+    provider: ProviderRecord | None = None
     digest: str = attrs.field(default="")
     version: int = STATE_VERSION
 
@@ -139,6 +144,9 @@ class SuspendedRunState:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values (what a persister stores)."""
         out: dict[str, Any] = _CONVERTER.unstructure(self)
+        if out.get("provider") is None:
+            # A state without the record hashes as it did before the field existed.
+            out.pop("provider", None)
         return out
 
     def to_json(self) -> str:

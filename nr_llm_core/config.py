@@ -22,6 +22,9 @@ wrong type, is an error that names the file and the key)::
     memory_mb = 1024               # the worker's address-space limit (0: none)
     cpu_seconds = 60               # the worker's CPU time limit (0: none)
 
+    [isolation.tool_env]           # variables only this tool's worker sees (names, not values)
+    my_tool = ["MY_TOOL_URL"]
+
     [tools]
     timeout = 30                   # seconds per in-process call (0: no limit)
     block = ["get_env_raw"]        # never loaded
@@ -89,6 +92,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
+from nr_llm_core._tool_env_setting import NO_TOOL_ENV, tool_env_from_file
 from nr_llm_core.errors import ConfigurationError
 from nr_llm_core.host import (
     ENV_BLOCK_TOOLS,
@@ -139,6 +143,7 @@ Kind = Literal[
     "url",
     "tokens",
     "store",
+    "tool_env",
 ]
 
 
@@ -277,6 +282,14 @@ SCHEMA: Final[tuple[Key, ...]] = (
     ),
     Key("isolation", "memory_mb", "limit", 1024, "a worker's address-space limit in MiB (0: none)"),
     Key("isolation", "cpu_seconds", "limit", 60, "a worker's CPU seconds per call (0: none)"),
+    # Variable names only: their values stay in the environment (nr_llm_core._tool_env_setting).
+    Key(
+        "isolation",
+        "tool_env",
+        "tool_env",
+        NO_TOOL_ENV,
+        "variables only one isolated tool's worker sees, by tool name",
+    ),
     Key(
         "tools",
         "timeout",
@@ -423,6 +436,7 @@ class Config:
             timeout=float(timeout),
             memory_bytes=memory * 1024 * 1024 if memory else None,
             cpu_seconds=cpu or None,
+            tool_env=self["isolation.tool_env"],
         ).with_names(self["isolation.names"])
 
     def provider(self, name: str | None = None, **flags: Any) -> ProviderSettings:
@@ -624,7 +638,12 @@ def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[st
             raise ConfigurationError(f"{file}: [{section}] {name} must be a [{inner[name]}] table")
         key = known.get(name)
         if key is None and type(value) is dict:
-            hint = _suggest(name, inner) or f" (the tables here are {', '.join(inner) or 'none'})"
+            # A key whose value is a table ([isolation.tool_env]) is one of the tables here.
+            tables = [
+                *inner,
+                *(k for k, known_key in known.items() if known_key.kind == "tool_env"),
+            ]
+            hint = _suggest(name, tables) or f" (the tables here are {', '.join(tables) or 'none'})"
             raise ConfigurationError(f"{file}: unknown table [{section}.{name}]{hint}")
         if key is None:
             hint = _suggest(name, [*known, *inner])
@@ -644,6 +663,8 @@ def _from_file(key: Key, value: Any, where: str) -> Any:
         if "*" in value and key.section == "isolation":
             raise ConfigurationError(f"{where}: '*' is not a name (use everything = true)")
         return frozenset(value)
+    if key.kind == "tool_env":
+        return tool_env_from_file(value, where)
     if key.kind == "flag":
         if type(value) is not bool:
             raise ConfigurationError(f"{where} must be true or false")

@@ -10,7 +10,8 @@
      │    └── ProviderUnavailableError 429/5xx, refused or broken connections, after retries
      │         └── ProviderTimeoutError       no whole answer within the request's deadline
      ├── ApprovalError        a resume was refused (stale or mismatched approval digest)
-     │    └── AlreadyClaimedError  another resumer (or a discard) took the run first
+     │    ├── AlreadyClaimedError  another resumer (or a discard) took the run first
+     │    └── ProviderChangedError the resumer's provider or model is not the run's
      ├── ConfigurationError   an invalid setting (a privacy level, a path, a provider name,
      │                        a base URL, a missing API key)
      ├── TimedOut             internal: a tool call passed its limit (never leaves invoke())
@@ -35,6 +36,7 @@ __all__ = [
     "ConfigurationError",
     "NrLlmError",
     "ProviderAuthError",
+    "ProviderChangedError",
     "ProviderContextLengthError",
     "ProviderError",
     "ProviderRequestError",
@@ -153,6 +155,25 @@ class AlreadyClaimedError(ApprovalError):
         self.discarded = discarded
         verb = "was discarded by" if discarded else "was already resumed by"
         super().__init__(f"run {run_id[:80]!r} {verb} {claimant} at {claimed_at}")
+
+
+class ProviderChangedError(ApprovalError):
+    """Raised by ``ToolLoop.resume()``, before the run is claimed, when the loop's provider is
+    not the one that wrote the pending turn: another adapter kind or another model (see
+    :mod:`nr_llm_core.provider_record`). Nothing ran and the run still waits.
+    ``recorded`` and ``resuming`` are ``(kind, model)`` pairs: the adapter's class name and
+    the configured model (``None``: the provider has none)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        recorded: tuple[str, str | None],
+        resuming: tuple[str, str | None],
+    ) -> None:
+        self.recorded = recorded
+        self.resuming = resuming
+        super().__init__(message)
 
 
 class TimedOut(NrLlmError):

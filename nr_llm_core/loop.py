@@ -40,6 +40,7 @@ from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.offers import offered_specs
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
+from nr_llm_core.provider_record import check_same_provider, provider_record
 from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
@@ -194,6 +195,7 @@ class ToolLoop:
         approved: bool | Mapping[str, bool],
         digest: str | None = None,
         claimant: str | None = None,
+        allow_provider_change: bool = False,
     ) -> ToolLoopResult:
         """Continue a suspended run with a human decision.
 
@@ -212,6 +214,13 @@ class ToolLoop:
         :class:`ApprovalError` for a stale or mismatched digest, an altered state, an unknown
         call id, an approved call whose tool this loop does not offer (before anything is
         claimed: the run still waits), or a run that is not (or no longer) waiting.
+
+        The run goes on with this loop's provider. When that is not the provider that wrote
+        the pending turn (another adapter kind or model, as the state records it), the resume
+        raises :class:`~nr_llm_core.errors.ProviderChangedError` before anything is claimed,
+        unless ``allow_provider_change`` is true; an allowed change is marked in the approval
+        step (``provider_changed``). A state saved before states recorded their provider is
+        not checked.
         """
         if isinstance(state, str):
             state = self._load(state)
@@ -229,6 +238,9 @@ class ToolLoop:
         if digest is not None and digest != state.digest:
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
+        changed = check_same_provider(
+            state.provider, self.provider, allow_change=allow_provider_change
+        )
         self._refuse_unrunnable(state, decisions)
         self._claim(state, claimant)
         watch = self._watch(state.run_id)
@@ -241,7 +253,7 @@ class ToolLoop:
             tool_rounds=state.tool_rounds,
             usage=state.usage,
         )
-        return self._watched(run, watch, lambda: self._resumed(run, state, decisions))
+        return self._watched(run, watch, lambda: self._resumed(run, state, decisions, changed))
 
     def _refuse_unrunnable(self, state: SuspendedRunState, decisions: Mapping[str, bool]) -> None:
         """:class:`ApprovalError` when a call approved in ``decisions`` names a tool this loop
@@ -261,11 +273,20 @@ class ToolLoop:
             )
 
     def _resumed(
-        self, run: _Run, state: SuspendedRunState, decisions: Mapping[str, bool]
+        self,
+        run: _Run,
+        state: SuspendedRunState,
+        decisions: Mapping[str, bool],
+        provider_changed: bool,
     ) -> ToolLoopResult:
         """Record the decision, answer the pending calls, and drive the run on."""
         run.trace.record(
-            RunStep.approval(round=state.iterations, decisions=decisions, digest=state.digest)
+            RunStep.approval(
+                round=state.iterations,
+                decisions=decisions,
+                digest=state.digest,
+                provider_changed=provider_changed,
+            )
         )
         offered = frozenset(s.name for s in self.offer(run.allowed))
         refused: set[str] = set()
@@ -434,6 +455,7 @@ class ToolLoop:
             tool_rounds=run.tool_rounds,
             usage=run.usage,
             allowed=run.allowed,
+            provider=provider_record(self.provider),
         )
         if self.persister is not None:
             try:

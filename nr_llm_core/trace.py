@@ -166,15 +166,21 @@ class RunStep:
 
     @classmethod
     def approval(
-        cls, *, round: int, decisions: Mapping[str, bool], digest: str, duration_ms: float = 0.0
+        cls,
+        *,
+        round: int,
+        decisions: Mapping[str, bool],
+        digest: str,
+        duration_ms: float = 0.0,
+        provider_changed: bool = False,
     ) -> RunStep:
-        """A human decision on the pending calls: call id -> approved."""
-        return cls(
-            kind=StepKind.APPROVAL,
-            round=round,
-            duration_ms=duration_ms,
-            fields={"approvals": dict(decisions), "approval_digest": digest},
-        )
+        """A human decision on the pending calls: call id -> approved. ``provider_changed``
+        (recorded only when true) says the run goes on with another provider or model than
+        the one that wrote the pending turn, as the resumer allowed."""
+        fields: dict[str, Any] = {"approvals": dict(decisions), "approval_digest": digest}
+        if provider_changed:
+            fields["provider_changed"] = True
+        return cls(kind=StepKind.APPROVAL, round=round, duration_ms=duration_ms, fields=fields)
 
     @classmethod
     def error(cls, *, round: int, reason: str, duration_ms: float = 0.0) -> RunStep:

@@ -32,6 +32,21 @@ _COMMANDS: dict[str, str] = {
 
 
 class _LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # An option of a command written before it (`nr-llm --config x run`): say where it
+        # goes instead of only that nr-llm has no such option.
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            path = _command_taking(self, ctx, args, exc.option_name)
+            if path is None:
+                raise
+            raise click.UsageError(
+                f"{exc.option_name} is an option of the command, not of nr-llm itself: put it "
+                f"after the command: nr-llm {' '.join(path)} {exc.option_name} …",
+                ctx=ctx,
+            ) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
@@ -42,6 +57,28 @@ class _LazyGroup(click.Group):
         module, _, attr = target.partition(":")
         command: Any = getattr(importlib.import_module(module), attr)
         return command  # type: ignore[no-any-return]
+
+
+def _command_taking(
+    group: click.Group, ctx: click.Context, args: list[str], option: str
+) -> list[str] | None:
+    """The names of the command ``args`` run (a group's subcommand included), when that
+    command takes ``option``; else ``None``."""
+    path: list[str] = []
+    command: click.Command = group
+    for arg in args:
+        if not isinstance(command, click.Group):
+            break
+        if arg in command.list_commands(ctx):
+            found = command.get_command(ctx, arg)
+            if found is None:
+                return None
+            command = found
+            path.append(arg)
+    if not path:
+        return None
+    takes = any(option in p.opts for p in command.params if isinstance(p, click.Option))
+    return path if takes else None
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,6 +12,7 @@ import click
 from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
+from nr_llm_core.cli._provider_check import recorded_words
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import approver_level
 from nr_llm_core.stores import AuditStore
@@ -61,6 +62,8 @@ def render_pending(
     if decide_run_id is not None:
         run = visible(decide_run_id, keep_newlines=False)
         lines.append(f"  decide with: nr-llm runs approve|deny {run} --digest {digest}")
+    if state.provider is not None:  # a decision with another provider is refused (ADR 0033)
+        lines.append(f"  suspended with provider {recorded_words(state.provider)}")
     if not view["arguments_shown"]:
         lines.append(f"  ({not_shown_note(privacy_level)})")
     for call in view["calls"]:

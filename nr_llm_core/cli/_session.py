@@ -1,11 +1,17 @@
-"""What every command that runs tools shares: the ``--config``, ``--isolate`` and
+"""What every command that runs tools shares: the ``--config``, ``--isolate``, ``--block`` and
 ``--tool-timeout`` options, reading the configuration, the host built from it, and a session
 that closes the host and the store however the command ends (an error, Ctrl-C, SIGTERM).
+
+``--config``, ``--isolate`` and ``--block`` may be given to a group (``nr-llm tools --isolate
+x list``) and to its subcommand (``nr-llm tools list --isolate x``) alike: a subcommand's value
+takes in its group's (names are joined; two different files are refused). Declare the option
+on both, as ``tools`` does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +33,7 @@ from nr_llm_core.errors import ConfigurationError, ToolLoadError
 from nr_llm_core.host import ToolHost
 
 __all__ = [
+    "block_option",
     "close_provider",
     "config_option",
     "isolate_option",
@@ -38,11 +45,52 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _given_above(ctx: click.Context, name: str) -> list[tuple[click.Context, Any]]:
+    """The values the groups above ``ctx`` were given for their parameter ``name``, nearest
+    first (a group's parameters are parsed before its subcommand's)."""
+    found = []
+    parent = ctx.parent
+    while parent is not None:
+        value = parent.params.get(name)
+        if value is not None and value != ():
+            found.append((parent, value))
+        parent = parent.parent
+    return found
+
+
+def _one_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """``--config`` here or on a group above: one file, named once or the same each time."""
+    for parent, given in _given_above(ctx, param.name or ""):
+        if value is None:
+            value = given
+        elif os.path.abspath(given) != os.path.abspath(value):
+            first = visible(str(given), keep_newlines=False)
+            second = visible(str(value), keep_newlines=False)
+            raise click.UsageError(
+                f"--config is given twice, to `{parent.info_name}` ({first}) and to "
+                f"`{ctx.info_name}` ({second}): one configuration file is read, name it once",
+                ctx=ctx,
+            )
+    return value
+
+
+def _all_names(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """A repeatable name option here and on the groups above: every name given."""
+    joined = list(value)
+    for _, given in _given_above(ctx, param.name or ""):
+        joined[:0] = given
+    return tuple(joined)
+
+
 config_option = click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    callback=_one_file,
     help=f"The configuration file (default: ${CONFIG_ENV_VAR}, else config.toml in the user "
     "configuration directory; see `nr-llm config path`).",
 )
@@ -52,8 +100,18 @@ isolate_option = click.option(
     "isolate",
     multiple=True,
     metavar="NAME",
+    callback=_all_names,
     help="Run this tool, or every tool of this distribution, in a worker process "
     "('*': all). Adds to NR_LLM_ISOLATE and the config file's [isolation].",
+)
+
+block_option = click.option(
+    "--block",
+    "block",
+    multiple=True,
+    metavar="NAME",
+    callback=_all_names,
+    help="Do not load this tool. Adds to NR_LLM_BLOCK_TOOLS and the config file's [tools] block.",
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -21,26 +21,32 @@ from nr_llm_core.stores import AuditStore, masked, store_kind
 from nr_llm_core.stores import open_store as _open
 from nr_llm_core.stores._url import sqlite_path
 
+if TYPE_CHECKING:  # the configuration module is imported only when a store is looked for
+    from nr_llm_core.config import Config
+
 __all__ = ["db_option", "no_database", "open_persister", "open_store", "store_target"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Target = str | os.PathLike[str] | None
 
 
-def store_target(db: Target) -> str:
+def store_target(db: Target, config: Config | None = None) -> str:
     """Where the store is: ``db``, else ``$NR_LLM_DB``, else the config file's ``[store]
-    db``, else ``./.nr-llm/audit.db``."""
+    db``, else ``./.nr-llm/audit.db``. ``config`` is the command's configuration (the file its
+    ``--config`` names); ``None`` reads the default one."""
     if db is not None and os.fspath(db).strip():
         return os.fspath(db)
     named = os.environ.get(DB_ENV_VAR, "").strip()
     if named:
         return named  # as given: a Path would fold a URL's "//"
-    from nr_llm_core.config import load_config
+    if config is None:
+        from nr_llm_core.config import load_config
 
-    try:
-        configured = load_config()["store.db"]
-    except ConfigurationError as exc:
-        raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
+        try:
+            config = load_config()
+        except ConfigurationError as exc:
+            raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
+    configured = config["store.db"]
     return str(configured) if configured else str(default_db_path())
 
 
@@ -53,9 +59,10 @@ def _opened(target: str) -> AuditStore:
         raise click.UsageError(visible(str(exc), keep_newlines=False)) from None
 
 
-def open_store(db: Target) -> AuditStore:
-    """The audit store CLI runs record into (created on first use)."""
-    return _opened(store_target(db))
+def open_store(db: Target, config: Config | None = None) -> AuditStore:
+    """The audit store CLI runs record into (created on first use); ``config`` as for
+    :func:`store_target`."""
+    return _opened(store_target(db, config))
 
 
 def db_option(func: F) -> F:
@@ -73,16 +80,20 @@ def db_option(func: F) -> F:
     return option(func)
 
 
-def open_persister(db: Target, *, create: bool = False) -> AuditStore | None:
-    """The store at ``db`` (or the default); ``None`` if it is a SQLite file that does not
-    exist and ``create`` is false, so that reading never creates an empty database."""
-    target = store_target(db)
+def open_persister(
+    db: Target, *, create: bool = False, config: Config | None = None
+) -> AuditStore | None:
+    """The store at ``db`` (or the default; ``config`` as for :func:`store_target`); ``None``
+    if it is a SQLite file that does not exist and ``create`` is false, so that reading never
+    creates an empty database."""
+    target = store_target(db, config)
     if not create and store_kind(target) == "sqlite" and not sqlite_path(target).exists():
         return None
     return _opened(target)
 
 
-def no_database(db: Target) -> None:
-    """Say that there is no store at ``db`` (shown masked)."""
-    shown = masked(store_target(db))
+def no_database(db: Target, config: Config | None = None) -> None:
+    """Say that there is no store at ``db`` (shown masked; ``config`` as for
+    :func:`store_target`)."""
+    shown = masked(store_target(db, config))
     click.echo(f"No audit database at {visible(shown, keep_newlines=False)}.")

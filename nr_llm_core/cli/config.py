@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
+from nr_llm_core._tool_env_setting import shown_tool_env
 from nr_llm_core.cli._output import NOTHING, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
+    block_option,
     config_option,
     isolate_option,
     read_config,
@@ -26,6 +29,8 @@ def config() -> None:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):  # isolation.tool_env: variable names, never their values
+        return or_nothing(shown_tool_env(value))
     if isinstance(value, frozenset):
         return or_nothing(", ".join(sorted(value)))
     if value is None:
@@ -49,7 +54,7 @@ def _implied(dotted: str, settings: Config) -> str | None:
 
 
 @config.command("show")
-@click.option("--block", "block", multiple=True, metavar="NAME", help="As for `nr-llm tools`.")
+@block_option
 @isolate_option
 @tool_timeout_option()
 @config_option

@@ -101,19 +101,20 @@ def demo(
 ) -> None:
     """Run the offline demo: builtin tools, scripted model, privacy filter, audit store."""
     # Imported here: `nr-llm --help` stays light.
-    from nr_llm_core.audit import default_db_path
     from nr_llm_core.cli._report import outcome as run_outcome
     from nr_llm_core.cli._session import open_host, read_config, session
-    from nr_llm_core.cli._store import open_store
+    from nr_llm_core.cli._store import open_store, store_target
     from nr_llm_core.loop import ToolLoop
     from nr_llm_core.providers import ScriptedProvider
+    from nr_llm_core.stores import masked
 
     config = read_config(config_path, isolate=isolate)
-    store_path = db if db is not None else default_db_path()
+    # --db, else NR_LLM_DB, else the [store] db of the file --config names, else the default.
+    store_path = masked(store_target(db, config))
     with session() as stack:
         with status("Loading the tools"):
             host = stack.enter_context(open_host(config))
-        store = stack.enter_context(open_store(store_path))
+        store = stack.enter_context(open_store(db, config))
         loop = ToolLoop(ScriptedProvider.demo(), host, privacy=privacy, persister=store)
         with status("Running the scripted demo through the tool loop") as progress:
             result = loop.run(PROMPT)
@@ -142,7 +143,7 @@ def demo(
     click.echo(visible(result.content))
     click.echo(
         f"\n{result.termination_reason.value} after {result.iterations} completion(s); "
-        f"run {result.run_id} recorded in {visible(str(store_path), keep_newlines=False)} "
+        f"run {result.run_id} recorded in {visible(store_path, keep_newlines=False)} "
         f"at privacy level {visible(level, keep_newlines=False)}."
     )
     click.echo(f"See exactly what was stored:  nr-llm runs show {result.run_id}")

@@ -127,7 +127,7 @@ def serve(
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     allowed = None if tools is None else [t.strip() for t in tools.split(",") if t.strip()]
     with session() as stack:
-        store = None if no_record else stack.enter_context(open_store(db))
+        store = None if no_record else stack.enter_context(open_store(db, config))
         host = stack.enter_context(open_host(config))
         server = serving.ToolServer(
             host,

@@ -174,7 +174,7 @@ def playground(
     with session() as stack:
         host = stack.enter_context(open_host(config))
         try:
-            store = open_store(store_target(db))
+            store = open_store(store_target(db, config))
         except (AuditStoreError, ConfigurationError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
         stack.callback(store.close)

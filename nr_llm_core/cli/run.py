@@ -23,6 +23,7 @@ from nr_llm_core.cli._session import (
     tool_timeout_option,
 )
 from nr_llm_core.cli._store import db_option, open_store
+from nr_llm_core.config import Config
 from nr_llm_core.loop import TerminationReason, ToolLoop
 from nr_llm_core.offers import offer_decisions
 from nr_llm_core.privacy import PrivacyLevel, effective_level
@@ -86,10 +87,10 @@ def run(
     allowed: Any = None
     if tools is not None:
         allowed = [t.strip() for t in tools.split(",") if t.strip()]
-    if queue:
-        _queue(prompt, allowed, privacy, db, no_record=no_record)
-        return
     config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
+    if queue:
+        _queue(prompt, allowed, privacy, db, config, no_record=no_record)
+        return
     chosen = make_provider(
         provider,
         config=config,
@@ -105,7 +106,7 @@ def run(
     announce_provider(chosen)
     with session() as stack:
         close_provider(stack, chosen)
-        store = None if no_record else stack.enter_context(open_store(db))
+        store = None if no_record else stack.enter_context(open_store(db, config))
         host = stack.enter_context(open_host(config))
         loop = ToolLoop(chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store)
         decisions = offer_decisions(host, chosen, allowed)
@@ -149,7 +150,13 @@ def recorded_where(store: AuditStore | None, run_id: str, db: str | None) -> str
 
 
 def _queue(
-    prompt: str, allowed: Any, privacy: str | None, db: str | None, *, no_record: bool
+    prompt: str,
+    allowed: Any,
+    privacy: str | None,
+    db: str | None,
+    config: Config,
+    *,
+    no_record: bool,
 ) -> None:
     """``run --queue``: the run and its prompt go to the shared store, the queue gets its id."""
     from nr_llm_core.audit import AuditStoreError
@@ -159,7 +166,7 @@ def _queue(
 
     if no_record:
         raise click.UsageError("--queue records the run: it cannot go with --no-record")
-    target = store_target(db)
+    target = store_target(db, config)
     if store_kind(target) != "postgresql":
         raise click.UsageError("--queue needs a PostgreSQL store: --db postgresql+psycopg://…")
     try:

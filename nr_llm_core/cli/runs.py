@@ -10,6 +10,7 @@ terminal. To add a ``runs`` subcommand, decorate it with ``@runs.command(...)`` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,6 +22,11 @@ from nr_llm_core.cli._pending import (
     pending_text,
     recorded_level,
     show_before_deciding,
+)
+from nr_llm_core.cli._provider_check import (
+    ALLOW_FLAG,
+    allow_provider_change_option,
+    check_decision_provider,
 )
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
 from nr_llm_core.cli._session import (
@@ -62,11 +68,13 @@ def runs() -> None:
 @runs.command("list")
 @db_option
 @click.option("--limit", default=20, show_default=True, help="How many runs, newest first.")
-def list_runs(db: str | None, limit: int) -> None:
+@config_option
+def list_runs(db: str | None, limit: int, config_path: Path | None) -> None:
     """The most recent runs."""
-    store = open_persister(db)
+    config = read_config(config_path)  # its [store] db, when --db and NR_LLM_DB are unset
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         return
     with store:
         records = store.list_runs(limit)
@@ -122,13 +130,15 @@ _RUN_FIELDS = (
     is_flag=True,
     help="Print one JSON object (printable ASCII): the run, its steps, its pending calls.",
 )
-def show_run(run_id: str, db: str | None, as_json: bool) -> None:
+@config_option
+def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | None) -> None:
     """One run, its steps exactly as stored (JSON, one per step), and, while it waits for
     approval, its pending calls with their complete arguments (paged on a terminal when
     long; not shown for a run recorded at privacy level none)."""
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with store:
         run_id = resolve_run_id(store, run_id)
@@ -219,6 +229,7 @@ def _decide(
     blind: bool,
     yes: bool,
     queue: bool = False,
+    allow_provider_change: bool = False,
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -234,9 +245,9 @@ def _decide(
     )
     # Built first: a missing key stops the command before anyone is asked to decide.
     provider = make_provider(options.pop("provider"), config=config, **options)
-    store = open_persister(db)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with session() as stack:
         close_provider(stack, provider)
@@ -249,11 +260,15 @@ def _decide(
         if data is None:  # who resumed it and when, if anyone did
             refusal = store.resume_refusal(run_id)
             raise click.ClickException(visible(str(refusal), keep_newlines=False))
+        # A queued run goes back to the workers, whose provider it runs with (ADR 0025).
+        queued = queue or _queued(store, run_id)
+        if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
+            check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
         state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
-        if queue or _queued(store, run_id):
+        if queued:
             _decide_for_worker(store, state, approve, digest)
             return
         announce_provider(provider)
@@ -266,7 +281,11 @@ def _decide(
         try:
             with status("Resuming the run") as progress:
                 result = loop.resume(
-                    run_id, approved=approve, digest=digest, claimant=claimant("cli")
+                    run_id,
+                    approved=approve,
+                    digest=digest,
+                    claimant=claimant("cli"),
+                    allow_provider_change=allow_provider_change,
                 )
                 progress.end(outcome(result))
         except (ApprovalError, AuditStoreError) as exc:
@@ -304,6 +323,7 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         help="Let whichever `nr-llm worker` is free resume the run (a PostgreSQL store; the "
         "default for a run queued with `nr-llm run --queue`).",
     )
+    @allow_provider_change_option
     @db_option
     @provider_options
     @isolate_option
@@ -315,18 +335,30 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         blind: bool,
         yes: bool,
         queue: bool,
+        allow_provider_change: bool,
         db: str | None,
         **options: Any,
     ) -> None:
-        _decide(run_id, approve, digest, db, options, blind=blind, yes=yes, queue=queue)
+        _decide(
+            run_id,
+            approve,
+            digest,
+            db,
+            options,
+            blind=blind,
+            yes=yes,
+            queue=queue,
+            allow_provider_change=allow_provider_change,
+        )
 
     decide.__doc__ = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
         "The pending calls are shown first, with their complete arguments (paged on a "
         "terminal when long); on a terminal the command then asks (--yes does not). A run "
         "recorded at privacy level none shows no arguments: approving it needs --blind. "
-        "The run goes on with the given provider (default: the scripted demo, from the turn "
-        "it had reached)."
+        "The run goes on with the given provider (default: the configured one, else the "
+        "scripted demo, from the turn it had reached); when that is not the provider or model "
+        f"the run was suspended with, the decision is refused unless {ALLOW_FLAG} is given."
     )
     decide.help = decide.__doc__
     return decide
@@ -339,15 +371,17 @@ deny_run = _decision_command(False)
 @runs.command("discard")
 @click.argument("run_id")
 @db_option
-def discard_run(run_id: str, db: str | None) -> None:
+@config_option
+def discard_run(run_id: str, db: str | None, config_path: Path | None) -> None:
     """Give up RUN_ID, which waits for approval: it is settled as cancelled (reason
     discarded) and its saved state (prompt, tool output, pending arguments) is wiped."""
     from nr_llm_core.audit import AuditStoreError, claimant
     from nr_llm_core.errors import ApprovalError
 
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         raise SystemExit(1)
     with store:
         run_id = resolve_run_id(store, run_id)
@@ -380,11 +414,13 @@ def show_level() -> None:
     help="Delete runs started more than DAYS days ago, with their steps.",
 )
 @db_option
-def purge(days: float, db: str | None) -> None:
+@config_option
+def purge(days: float, db: str | None, config_path: Path | None) -> None:
     """Delete old runs and their steps (the freed bytes are overwritten)."""
-    store = open_persister(db)
+    config = read_config(config_path)
+    store = open_persister(db, config=config)
     if store is None:
-        no_database(db)
+        no_database(db, config)
         return
     with store:
         deleted = store.purge(days)

@@ -6,13 +6,15 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from nr_llm_core.cli._output import echo_visible, or_nothing, render_table, visible
 from nr_llm_core.cli._session import (
+    block_option,
     config_option,
     isolate_option,
     open_host,
@@ -29,39 +31,45 @@ __all__ = ["doctor", "tools"]
 
 _DESCRIPTION_CHARS = 48
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _host(ctx: click.Context, tool_timeout: float | None = None) -> ToolHost:
-    """The host of a ``tools`` subcommand, from the group's options and the configuration."""
-    obj = ctx.obj or {}
-    config = read_config(
-        obj.get("config_path"),
-        isolate=obj.get("isolate", ()),
-        block=obj.get("block", ()),
-        tool_timeout=tool_timeout,
-    )
+
+def _host(
+    block: tuple[str, ...],
+    isolate: tuple[str, ...],
+    config_path: Path | None,
+    tool_timeout: float | None = None,
+) -> ToolHost:
+    """The host of a ``tools`` subcommand, from its options (those given to ``tools`` itself
+    included, see :mod:`~nr_llm_core.cli._session`) and the configuration."""
+    config = read_config(config_path, isolate=isolate, block=block, tool_timeout=tool_timeout)
     return open_host(config)
 
 
+def _tool_options(func: F) -> F:
+    """``--block``, ``--isolate`` and ``--config``: on ``tools`` and on each subcommand, so
+    that they may come before or after the subcommand's name."""
+    return block_option(isolate_option(config_option(func)))
+
+
 @click.group()
-@click.option("--block", "block", multiple=True, metavar="NAME", help="Do not load this tool.")
-@isolate_option
-@config_option
-@click.pass_context
-def tools(
-    ctx: click.Context, block: tuple[str, ...], isolate: tuple[str, ...], config_path: Path | None
-) -> None:
-    """List, describe and run the installed tools."""
-    ctx.obj = {"block": block, "isolate": isolate, "config_path": config_path}
+@_tool_options
+def tools(block: tuple[str, ...], isolate: tuple[str, ...], config_path: Path | None) -> None:
+    """List, describe and run the installed tools.
+
+    --block, --isolate and --config may be given before the subcommand or after it."""
 
 
 @tools.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.pass_context
-def list_tools(ctx: click.Context, as_json: bool) -> None:
+@_tool_options
+def list_tools(
+    as_json: bool, block: tuple[str, ...], isolate: tuple[str, ...], config_path: Path | None
+) -> None:
     """Every loaded tool: name, description, distribution, group, whether it is enabled,
     its data class, whether it runs isolated, and the trust zones it may be offered to."""
     with session() as stack:
-        host = stack.enter_context(_host(ctx))
+        host = stack.enter_context(_host(block, isolate, config_path))
         _list_tools(host, as_json)
 
 
@@ -133,11 +141,13 @@ def _first_line(text: str) -> str:
 
 @tools.command("show")
 @click.argument("name")
-@click.pass_context
-def show_tool(ctx: click.Context, name: str) -> None:
+@_tool_options
+def show_tool(
+    name: str, block: tuple[str, ...], isolate: tuple[str, ...], config_path: Path | None
+) -> None:
     """A tool's spec and the JSON Schema of its arguments."""
     with session() as stack:
-        host = stack.enter_context(_host(ctx))
+        host = stack.enter_context(_host(block, isolate, config_path))
         if name not in host.names():
             raise click.ClickException(f"no tool named {visible(name, keep_newlines=False)!r}")
         spec = host.spec(name)
@@ -164,9 +174,15 @@ def show_tool(ctx: click.Context, name: str) -> None:
 @click.option("--args", "args", default="{}", metavar="JSON", help="Arguments as a JSON object.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @tool_timeout_option("--timeout")
-@click.pass_context
+@_tool_options
 def run_tool(
-    ctx: click.Context, name: str, args: str, as_json: bool, tool_timeout: float | None
+    name: str,
+    args: str,
+    as_json: bool,
+    tool_timeout: float | None,
+    block: tuple[str, ...],
+    isolate: tuple[str, ...],
+    config_path: Path | None,
 ) -> None:
     """Run one tool through the host seam and show both channels.
 
@@ -178,7 +194,7 @@ def run_tool(
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
     with session() as stack:
-        host = stack.enter_context(_host(ctx, tool_timeout))
+        host = stack.enter_context(_host(block, isolate, config_path, tool_timeout))
         # No per-call limit: the host's applies (an isolated tool's is its policy's).
         result = host.invoke(name, arguments)
     if as_json:

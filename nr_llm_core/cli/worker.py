@@ -90,7 +90,8 @@ def worker(
     from nr_llm_core.providers.base import zone_of
     from nr_llm_core.stores import masked, open_store, store_kind
 
-    target = store_target(db)
+    config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
+    target = store_target(db, config)
     if store_kind(target) != "postgresql":
         raise click.UsageError("a worker needs a PostgreSQL store: --db postgresql+psycopg://…")
     try:
@@ -104,7 +105,6 @@ def worker(
         raise click.ClickException(
             "a worker needs the postgres extra: pip install 'nr-llm[postgres]'"
         ) from None
-    config = read_config(config_path, isolate=isolate, tool_timeout=tool_timeout)
     options: dict[str, Any] = {
         "model": model,
         "base_url": base_url,

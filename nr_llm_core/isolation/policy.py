@@ -20,6 +20,7 @@ __all__ = [
     "IsolationPolicy",
     "as_policy",
     "canonical_distribution",
+    "is_secret_name",
     "worker_environment",
 ]
 
@@ -71,6 +72,12 @@ BUILTIN_TOOL_ENV: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
 # Whatever the allow-lists say, a name of this shape is never passed on: provider keys, tokens
 # and secrets stay in the host. A tool that needs one gets it through ``IsolationPolicy.env``.
 _SECRET_NAME: Final = re.compile(r"(_API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable named ``name`` is never passed to a worker, whatever a list says:
+    it contains ``_API_KEY``, ``_TOKEN``, ``SECRET``, ``PASSWORD`` or ``CREDENTIAL``."""
+    return _SECRET_NAME.search(name) is not None
 
 
 def canonical_distribution(name: str) -> str:

@@ -24,6 +24,7 @@ from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import ToolLoop
 from nr_llm_core.messages import ChatMessage
+from nr_llm_core.provider_record import provider_record
 from nr_llm_core.providers.base import Completion, Provider, TrustZone, zone_of
 from nr_llm_core.results import ToolSpec
 from nr_llm_core.stores._pg_states import Taken
@@ -63,6 +64,11 @@ class _Zoned:
     def __init__(self, provider: Provider, zone: TrustZone) -> None:
         self._provider = provider
         self.trust_zone = zone
+
+    @property
+    def provider_kind(self) -> str:
+        """The adapter this stands for, as a suspended state records it."""
+        return provider_record(self._provider).kind
 
     def complete(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Completion:
         return self._provider.complete(messages, tools)
@@ -179,8 +185,14 @@ class RunExecutor:
             else:
                 if not self.store.mark_applying(taken.run_id, worker=self.name):
                     return "skipped"
+                # Whichever worker is free resumes a queued run, with its own provider: that is
+                # what queueing the decision asked for (ADR 0033); the zone still applies.
                 result = loop.resume(
-                    state, approved=taken.decisions, digest=state.digest, claimant=self.name
+                    state,
+                    approved=taken.decisions,
+                    digest=state.digest,
+                    claimant=self.name,
+                    allow_provider_change=True,
                 )
         finally:
             close = getattr(provider, "close", None)

@@ -75,7 +75,7 @@ class Bare:
 
 @pytest.fixture
 def bare_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    def host(ctx: Any, tool_timeout: float | None = None) -> ToolHost:
+    def host(*options: Any) -> ToolHost:  # whatever the subcommand's options
         made = ToolHost()
         made.register(Bare)
         return made

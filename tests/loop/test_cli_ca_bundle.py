@@ -210,7 +210,7 @@ def test_runs_approve_continues_the_run_with_the_bundle(
         # A local endpoint: update_record's data class is not offered to an external zone
         # (approving it there is refused, ADR 0029).
         provider = ["--provider", "openai", "--base-url", f"{server.url}/v1"]
-        provider += ["--trust-zone", "local"]
+        provider += ["--trust-zone", "local", "--allow-provider-change"]  # from scripted
         out = runner.invoke(
             main,
             ["runs", "approve", run_id, "--digest", digest, *provider],

@@ -70,6 +70,7 @@ def test_runs_approve_on_an_external_provider_sends_no_secret_adjacent_output(
     run_id, digest = match.groups()
     with WireServer([text_reply("Done.")]) as server:
         decide = ("--digest", digest, "--provider", "openai", "--base-url", f"{server.url}/v1")
+        decide += ("--allow-provider-change",)  # suspended by the scripted provider (ADR 0033)
         # update_record's class is above the external ceiling: approving it there would run
         # nothing, so it is refused and the run still waits (ADR 0029); denied, it goes on.
         refused = nr_llm("runs", "approve", run_id, *decide, env=env)

@@ -96,7 +96,8 @@ def test_a_run_suspended_locally_and_resumed_externally_sends_no_withheld_output
     suspended = suspend_locally()
     with WireServer([text_reply("Noted.")]) as server:
         loop = ToolLoop(openai(server.url), z.host())
-        result = loop.resume(suspended.suspended, approved=True)
+        # Another provider than the one that suspended the run: asked for (ADR 0033).
+        result = loop.resume(suspended.suspended, approved=True, allow_provider_change=True)
     assert result.termination_reason is TerminationReason.COMPLETED
     assert result.content == "Noted."
     wire = server.all_bytes()
@@ -116,7 +117,7 @@ def test_resume_by_run_id_through_a_sqlite_store_sends_no_withheld_output(tmp_pa
         run_id = suspend_locally(store).run_id
     with WireServer([text_reply("Noted.")]) as server, AgentRunPersister(db) as store:
         result = ToolLoop(openai(server.url), z.host(), persister=store).resume(
-            run_id, approved=True
+            run_id, approved=True, allow_provider_change=True
         )
         steps = store.steps(run_id)
     assert result.termination_reason is TerminationReason.COMPLETED
@@ -374,8 +375,8 @@ def test_the_hosts_answers_to_calls_it_did_not_run_cross_zones() -> None:
         external = ToolLoop(openai(server.url), z.host(z.internal_write()))
         waiting = suspend()[1]
         with pytest.raises(ApprovalError, match="not offered here"):  # ADR 0029
-            external.resume(waiting, approved=True)
-        external.resume(waiting, approved=False)
+            external.resume(waiting, approved=True, allow_provider_change=True)
+        external.resume(waiting, approved=False, allow_provider_change=True)
         external.run([*refused.messages, ChatMessage.user("Why?")])
     resumed, continued = (tool_messages(r.json()["messages"]) for r in server.requests)
     assert resumed == {"iw1": 'Error: tool "internal_write" not permitted'}

@@ -1,0 +1,115 @@
+"""``runs approve|deny`` refuse, before anything is shown or claimed, to resume a run with
+another provider or model than the one that wrote its pending turn, unless
+``--allow-provider-change`` says so. The decision is
+:func:`~nr_llm_core.provider_record.check_same_provider`'s, the one the loop applies again
+when it resumes; this module words it for the command line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import click
+
+from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.cli._output import visible
+from nr_llm_core.errors import ApprovalError, ProviderChangedError
+from nr_llm_core.provider_record import ProviderRecord, check_same_provider, provider_record
+
+__all__ = [
+    "ALLOW_FLAG",
+    "allow_provider_change_option",
+    "check_decision_provider",
+    "provider_words",
+    "recorded_words",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The flag that lets a decision go on with another provider or model.
+ALLOW_FLAG: Final = "--allow-provider-change"
+
+# The adapters the command line builds, by the kind a state records: shown as `--provider`
+# names. Any other kind (an embedding application's provider) is shown as recorded.
+_CLI_NAMES: Final = {
+    "ScriptedProvider": "scripted",
+    "OpenAIChatProvider": "openai",
+    "AnthropicProvider": "anthropic",
+}
+# A model name that can be suggested on a command line as it is (no quoting needed).
+_PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9._:/@+-]{1,200}")
+
+
+def allow_provider_change_option(func: F) -> F:
+    """The ``--allow-provider-change`` flag of ``runs approve|deny``."""
+    option = click.option(
+        ALLOW_FLAG,
+        "allow_provider_change",
+        is_flag=True,
+        help="Resume the run with this command's provider although it is not the provider "
+        "or model that wrote the pending turn (without it such a decision is refused and the "
+        "run still waits).",
+    )
+    return option(func)
+
+
+def provider_words(kind: str, model: str | None) -> str:
+    """A recorded provider as the command line names it: ``openai (model 'gpt-4o')``. The
+    kind and model come from the store: both are made visible."""
+    name = visible(_CLI_NAMES.get(kind, kind), keep_newlines=False)
+    if model is None:
+        return name
+    # Quoted as it is, not repr'd: repr would double the backslashes visible() wrote.
+    return f"{name} (model '{visible(model, keep_newlines=False)}')"
+
+
+def _suggestion(kind: str, model: str | None) -> str:
+    """The options that resume with the recorded provider, when they can be written plainly."""
+    name = _CLI_NAMES.get(kind)
+    if name is None:
+        return "the provider it was suspended with"
+    flags = f"--provider {name}"
+    if name == "scripted":
+        return f"{flags} (and the run's --script)"
+    if model is not None and _PLAIN_MODEL.fullmatch(model):
+        flags += f" --model {model}"
+    return flags
+
+
+def check_decision_provider(
+    data: Mapping[str, Any], provider: object, *, allowed: bool, run_id: str
+) -> bool:
+    """Whether deciding on the stored state ``data`` with ``provider`` changes the run's
+    provider; a ``ClickException`` naming both (and the flag) when it does and ``allowed`` is
+    false. A state that cannot be read is left to the decision, which refuses it."""
+    try:
+        state = SuspendedRunState.from_dict(data)
+    except ApprovalError:
+        return False
+    try:
+        changed = check_same_provider(state.provider, provider, allow_change=allowed)
+    except ProviderChangedError as exc:
+        run = visible(run_id, keep_newlines=False)
+        resuming = provider_words(*exc.resuming)
+        raise click.ClickException(
+            f"run {run!r} was suspended with provider {provider_words(*exc.recorded)}; this "
+            f"command would resume it with {resuming}. Nothing was decided and the run still "
+            f"waits: decide with {_suggestion(*exc.recorded)}, or pass "
+            f"{ALLOW_FLAG} to go on with {resuming} (`nr-llm runs discard {run}` ends it "
+            "without a provider)."
+        ) from None
+    if changed and state.provider is not None:
+        was = recorded_words(state.provider)
+        now = recorded_words(provider_record(provider))
+        click.echo(
+            f"note: run {visible(run_id, keep_newlines=False)!r} was suspended with provider "
+            f"{was}; it goes on with {now} ({ALLOW_FLAG}).",
+            err=True,
+        )
+    return changed
+
+
+def recorded_words(record: ProviderRecord) -> str:
+    """:func:`provider_words` of a :class:`~nr_llm_core.provider_record.ProviderRecord`."""
+    return provider_words(record.kind, record.model)
