@@ -6,7 +6,7 @@ import enum
 import json
 import operator
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, islice, repeat
+from itertools import chain, compress, cycle, islice, repeat
 from typing import Any, Final
 
 from nr_llm_core._bounds import (
@@ -44,7 +44,7 @@ def _walk_columns(
     the Python work is per column, not per value.
     """
     walk = _Columns(budget, texts, one_by_one)
-    copied = walk.column(items, depth + 1)
+    copied: Any = walk.column(items, depth + 1)  # a list in, a list out
     return copied, walk.budget
 
 
@@ -77,7 +77,7 @@ class _Columns:
         if size > self.budget:
             raise _TOO_LARGE
 
-    def column(self, values: list[Any], depth: int) -> list[Any]:
+    def column(self, values: Sequence[Any], depth: int) -> Sequence[Any]:
         """The copies of ``values`` (not empty; at nesting level ``depth``), in their order:
         ``values`` itself when each is its own copy (exact scalars, valid text)."""
         types = list(map(type, values))
@@ -91,7 +91,7 @@ class _Columns:
             return self.scalars(values, set(types), types)
         return self.mixed(values, types, depth)
 
-    def mixed(self, values: list[Any], types: list[type], depth: int) -> list[Any]:
+    def mixed(self, values: Sequence[Any], types: list[type], depth: int) -> list[Any]:
         """A column of several types, or of types read on their own: the scalars together,
         the exact containers kind by kind, then every other value."""
         out = list(values)
@@ -112,38 +112,41 @@ class _Columns:
             _put(out, mask, self.others(list(compress(values, mask)), depth))
         return out
 
-    def containers(self, kind: type, nodes: list[Any], depth: int) -> list[Any]:
+    def containers(self, kind: type, nodes: Sequence[Any], depth: int) -> list[Any]:
         """Copies of exact lists, tuples (as lists) or dicts, all of ``kind``."""
         if depth > MAX_ARTIFACT_DEPTH:
             raise _UNENCODABLE
         if kind is dict:
-            self.afford(_dicts_charge(nodes))  # refused before anything is copied
+            # Refused before anything is copied (`"":0,` per entry: the empty ones' `}` is
+            # charged on the copies), then charged on the copies: another thread could change
+            # a container in between, and what is charged is what was copied.
+            self.afford(5 * sum(map(len, nodes)))
             mappings = list(map(dict.copy, nodes))
-            # Charged on the copies (another thread could change a container in between:
-            # what is charged is what was copied).
-            self.spend(_dicts_charge(mappings))
-            return self.dicts(mappings, depth)
+            lengths = list(map(len, mappings))
+            self.spend(5 * sum(lengths) + lengths.count(0))
+            return self.dicts(mappings, lengths, depth)
         if kind is tuple:  # a tuple cannot change: charged before it is copied
-            self.spend(_lists_charge(nodes))
-            return self.lists(list(map(list, nodes)), depth)
-        self.afford(_lists_charge(nodes))
+            lengths = list(map(len, nodes))
+            self.spend(2 * sum(lengths) + lengths.count(0))
+            return self.lists(list(map(list, nodes)), lengths, depth)
+        self.afford(2 * sum(map(len, nodes)))  # `0,` per item (`]` when empty: below)
         copies = list(map(list.copy, nodes))
-        self.spend(_lists_charge(copies))
-        return self.lists(copies, depth)
-
-    def lists(self, copies: list[list[Any]], depth: int) -> list[list[Any]]:
-        """Fill lists already copied and charged with the copies of their items."""
-        items = list(chain.from_iterable(copies))
-        if not items:
-            return copies
         lengths = list(map(len, copies))
+        self.spend(2 * sum(lengths) + lengths.count(0))
+        return self.lists(copies, lengths, depth)
+
+    def lists(self, copies: list[list[Any]], lengths: list[int], depth: int) -> list[list[Any]]:
+        """Fill lists already copied and charged (of these ``lengths``) with the copies of
+        their items."""
         width = lengths[0]
         if _is_table(lengths, width):  # rows of one length: read position by position
-            for index in range(width):
-                column = items[index::width]
+            for index, column in enumerate(zip(*copies, strict=True)):
                 kept = self.column(column, depth + 1)
                 if kept is not column:
                     any(map(operator.setitem, copies, repeat(index), kept))
+            return copies
+        items = list(chain.from_iterable(copies))
+        if not items:
             return copies
         kept = self.column(items, depth + 1)
         if kept is items:
@@ -151,11 +154,17 @@ class _Columns:
         rest = iter(kept)  # the lists again, cut from the copied items
         return list(map(list, map(islice, repeat(rest), lengths)))
 
-    def dicts(self, copies: list[dict[Any, Any]], depth: int) -> list[dict[str, Any]]:
-        """Fill dicts already copied and charged (their entries, not yet their keys) with the
-        copies of their values. Their keys are charged and kept together when they are all
-        exact, valid strings (none can then collide with another); otherwise every dict is
-        built again entry by entry, its keys read as the value-by-value walk reads them."""
+    def dicts(
+        self, copies: list[dict[Any, Any]], lengths: list[int], depth: int
+    ) -> list[dict[str, Any]]:
+        """Fill dicts already copied and charged (their entries, of these ``lengths``; not
+        yet their keys) with the copies of their values. Their keys are charged and kept
+        together when they are all exact, valid strings (none can then collide with another);
+        otherwise every dict is built again entry by entry, its keys read as the
+        value-by-value walk reads them."""
+        width = lengths[0]
+        if _is_table(lengths, width) and self.records(copies, width, depth):
+            return copies
         keys = list(chain.from_iterable(copies))
         texts = self.texts
         if list(map(type, keys)).count(str) == len(keys):
@@ -170,25 +179,41 @@ class _Columns:
             valid = False
         if not valid:
             copies = list(map(self.keyed, map(dict.items, copies)))
-            keys = list(chain.from_iterable(copies))
+        return self.values(copies, depth)
+
+    def values(self, copies: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
+        """Fill dicts whose keys are read (exact, valid strings) with the copies of their
+        values, all read together."""
         values = list(chain.from_iterable(map(dict.values, copies)))
         if not values:
             return copies
-        lengths = list(map(len, copies))
-        width = lengths[0]
-        if _is_table(lengths, width) and keys == keys[:width] * len(copies):
-            # Records with the same keys in the same order: read key by key.
-            for index, key in enumerate(keys[:width]):
-                column = values[index::width]
-                kept = self.column(column, depth + 1)
-                if kept is not column:
-                    any(map(operator.setitem, copies, repeat(key), kept))
-            return copies
         kept = self.column(values, depth + 1)
         if kept is not values:
-            owners = chain.from_iterable(map(repeat, copies, lengths))
-            any(map(operator.setitem, owners, keys, kept))
+            owners = chain.from_iterable(map(repeat, copies, map(len, copies)))
+            any(map(operator.setitem, owners, chain.from_iterable(copies), kept))
         return copies
+
+    def records(self, copies: list[dict[Any, Any]], width: int, depth: int) -> bool:
+        """Read dicts of ``width`` entries each as records, key by key, when they all hold
+        the very same key objects in the same order (a test of identity, which runs no code
+        of a key), and those keys are exact, valid strings: their text is then charged and
+        kept once per dict. Whether they were read (nothing is charged otherwise)."""
+        names = list(copies[0])
+        if list(map(type, names)).count(str) != width:
+            return False
+        joined = "".join(names)  # pragma: no mutate (as below)
+        if not (joined.isascii() or _valid_utf8(joined)):
+            return False
+        same = map(operator.is_, chain.from_iterable(copies), cycle(names))
+        if not all(same):
+            return False
+        self.spend(len(joined) * len(copies))
+        self.texts.append(joined * len(copies))
+        for key, column in zip(names, zip(*map(dict.values, copies), strict=True), strict=True):
+            kept = self.column(column, depth + 1)
+            if kept is not column:
+                any(map(operator.setitem, copies, repeat(key), kept))
+        return True
 
     def keyed(self, pairs: Any) -> dict[str, Any]:
         """A dict built from ``pairs`` (its entries already charged), each key read through
@@ -237,12 +262,12 @@ class _Columns:
             at_lists.append(is_list)
             at_dicts.append(is_dict)
         if lists:
-            _put(out, at_lists, self.lists(lists, depth))
+            _put(out, at_lists, self.lists(lists, list(map(len, lists)), depth))
         if dicts:
-            _put(out, at_dicts, self.dicts(list(map(self.keyed, dicts)), depth))
+            _put(out, at_dicts, self.values(list(map(self.keyed, dicts)), depth))
         return out
 
-    def scalars(self, values: list[Any], kinds: set[type], types: list[type]) -> list[Any]:
+    def scalars(self, values: Sequence[Any], kinds: set[type], types: list[type]) -> Sequence[Any]:
         """Charge and check exact strings, ints, floats, bools and nulls (``kinds``: which of
         them are there; ``types``: each one's): strings their quote and one byte per code
         point (their text is kept; one that is not valid UTF-8 is replaced by its coerced
@@ -267,14 +292,16 @@ class _Columns:
         self.numbers(others, kinds)
         return out
 
-    def numbers(self, values: list[Any], kinds: set[type]) -> None:
+    def numbers(self, values: Sequence[Any], kinds: set[type]) -> None:
         """Charge and check exact ints, floats, bools and nulls (not empty)."""
         if kinds <= _WORDS:  # true, false, null: the letters after the first
             # (only bools and None here: ``count(False)`` finds exactly the falses)
             self.spend(3 * len(values) + values.count(False))
             return
         if int in kinds:
-            ints = values if len(kinds) == 1 else [v for v in values if type(v) is int]
+            ints = values
+            if len(kinds) > 1:
+                ints = list(compress(values, map(operator.is_, map(type, values), repeat(int))))
             low, high = min(ints), max(ints)
             if low < INT_MIN or high > INT_MAX:  # before any is written out
                 raise _UNENCODABLE
@@ -293,7 +320,7 @@ class _Columns:
         self.spend(written - 1 - 2 * len(values))
 
 
-def _put(out: list[Any], mask: Sequence[bool], kept: list[Any]) -> list[Any]:
+def _put(out: list[Any], mask: Sequence[bool], kept: Sequence[Any]) -> list[Any]:
     """Put ``kept`` in ``out`` at the places ``mask`` selects, in order; ``out``."""
     any(map(operator.setitem, repeat(out), compress(range(len(out)), mask), kept))
     return out
@@ -312,19 +339,6 @@ def _is_table(lengths: list[int], width: int) -> bool:
 def _list_charge(n: int) -> int:
     """What a list of ``n`` items adds up front: `0,` per item, or `]` when empty."""
     return 2 * n if n else 1
-
-
-def _lists_charge(lists: list[Any]) -> int:
-    """:func:`_list_charge` of every list (or tuple) of ``lists``."""
-    lengths = list(map(len, lists))
-    return 2 * sum(lengths) + lengths.count(0)
-
-
-def _dicts_charge(dicts: list[dict[Any, Any]]) -> int:
-    """``_dict_charge`` of every dict: `"":0,` per entry, or `}` when empty (their keys' text
-    is charged on its own)."""
-    lengths = list(map(len, dicts))
-    return 5 * sum(lengths) + lengths.count(0)
 
 
 def _valid_utf8(text: str) -> bool:
