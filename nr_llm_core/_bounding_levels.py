@@ -201,6 +201,8 @@ class _Columns:
         names = list(copies[0])
         if list(map(type, names)).count(str) != width:
             return False
+        if sum(map(len, names)) * len(copies) > self.budget:  # before any key is copied
+            return False  # (the other dicts' keys may be shorter: `dicts` reads them all)
         joined = "".join(names)  # pragma: no mutate (as below)
         if not (joined.isascii() or _valid_utf8(joined)):
             return False
@@ -282,7 +284,9 @@ class _Columns:
             joined = "".join(strings)  # pragma: no mutate (as in dicts)
             if not (joined.isascii() or _valid_utf8(joined)):
                 coerced = list(map(coerce_utf8, strings))
-                joined = "".join(coerced)  # pragma: no mutate (as in dicts)
+                valid = "".join(coerced)  # pragma: no mutate (as in dicts)
+                self.budget += len(joined) - len(valid)  # a rejoined pair is one code point
+                joined = valid
                 out = coerced if is_str is None else _put(list(values), is_str, coerced)
             self.texts.append(joined)
             if is_str is None:
