@@ -230,7 +230,15 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
         for item in items:
             if is_dict:
                 raw_key, value = item
-                key, budget = read_key(raw_key, into, budget)
+                if type(raw_key) is str and raw_key.isascii():  # what read_key would return
+                    budget -= len(raw_key)
+                    if budget < 0:
+                        raise _TOO_LARGE
+                    if raw_key in into:
+                        raise _UNENCODABLE
+                    key = raw_key
+                else:
+                    key, budget = read_key(raw_key, into, budget)
                 keep(key)
             else:
                 value = item
