@@ -168,13 +168,14 @@ class _Columns:
         keys = list(chain.from_iterable(copies))
         texts = self.texts
         if list(map(type, keys)).count(str) == len(keys):
-            self.spend(sum(map(len, keys)))
+            size = sum(map(len, keys))
+            self.spend(size)
             joined = "".join(keys)  # pragma: no mutate (any ASCII separator adds no excess)
             valid = joined.isascii() or _valid_utf8(joined)
             if valid:
                 texts.append(joined)
             else:  # charged again entry by entry, with the coerced keys
-                self.budget += len(joined)
+                self.budget += size
         else:
             valid = False
         if not valid:
@@ -201,15 +202,16 @@ class _Columns:
         names = list(copies[0])
         if list(map(type, names)).count(str) != width:
             return False
-        if sum(map(len, names)) * len(copies) > self.budget:  # before any key is copied
+        size = sum(map(len, names)) * len(copies)
+        if size > self.budget:  # before any key is copied
             return False  # (the other dicts' keys may be shorter: `dicts` reads them all)
-        joined = "".join(names)  # pragma: no mutate (as below)
+        joined = "".join(names)  # pragma: no mutate (as in dicts)
         if not (joined.isascii() or _valid_utf8(joined)):
             return False
         same = map(operator.is_, chain.from_iterable(copies), cycle(names))
         if not all(same):
             return False
-        self.spend(len(joined) * len(copies))
+        self.spend(size)
         self.texts.append(joined * len(copies))
         for key, column in zip(names, zip(*map(dict.values, copies), strict=True), strict=True):
             kept = self.column(column, depth + 1)
@@ -280,13 +282,13 @@ class _Columns:
         if str in kinds:
             is_str = None if len(kinds) == 1 else list(map(operator.is_, types, repeat(str)))
             strings = values if is_str is None else list(compress(values, is_str))
-            self.spend(sum(map(len, strings)) + len(strings))
+            size = sum(map(len, strings))
+            self.spend(size + len(strings))
             joined = "".join(strings)  # pragma: no mutate (as in dicts)
             if not (joined.isascii() or _valid_utf8(joined)):
                 coerced = list(map(coerce_utf8, strings))
-                valid = "".join(coerced)  # pragma: no mutate (as in dicts)
-                self.budget += len(joined) - len(valid)  # a rejoined pair is one code point
-                joined = valid
+                self.budget += size - sum(map(len, coerced))  # a rejoined pair: one code point
+                joined = "".join(coerced)  # pragma: no mutate (as in dicts)
                 out = coerced if is_str is None else _put(list(values), is_str, coerced)
             self.texts.append(joined)
             if is_str is None:

@@ -350,7 +350,8 @@ _LONG_LIST: Final = 32
 def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list[str], int]:
     """Copy a list of exact strings: each adds its quote, comma and characters (charged before
     anything is joined); their joined text goes to ``texts``."""
-    budget -= sum(map(len, items)) + len(items)
+    size = sum(map(len, items))
+    budget -= size + len(items)
     if budget < 0:
         raise _TOO_LARGE
     joined = "".join(items)  # pragma: no mutate (as in _text_excess)
@@ -359,9 +360,8 @@ def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list
             joined.encode()
         except UnicodeEncodeError:
             items = [coerce_utf8(s) for s in items]
-            coerced = "".join(items)  # pragma: no mutate (as in _text_excess)
-            budget += len(joined) - len(coerced)  # a rejoined surrogate pair is one code point
-            joined = coerced
+            budget += size - sum(map(len, items))  # a rejoined surrogate pair is one code point
+            joined = "".join(items)  # pragma: no mutate (as in _text_excess)
     texts.append(joined)
     return items, budget
 
