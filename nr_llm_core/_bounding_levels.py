@@ -16,6 +16,7 @@ from nr_llm_core._bounds import (
     INT_MIN,
     MAX_ARTIFACT_DEPTH,
     _dict_charge,
+    all_of,
     coerce_utf8,
     read_key,
 )
@@ -49,9 +50,14 @@ def _walk_columns(
 
 
 #: The exact types of the values a column reads in bulk; every other value is read on its own.
-_SCALAR_TYPES: Final = frozenset({str, int, float, bool, type(None)})
+#: Sets of types hold their identities (``id``): a set of the classes would hash them, and a
+#: plugin's metaclass can define ``__hash__`` and ``__eq__``. Classes are told apart with ``is``.
 _CONTAINER_TYPES: Final = (list, tuple, dict)
-_WORDS: Final = frozenset({bool, type(None)})
+_SCALARS: Final = frozenset(map(id, (str, int, float, bool, type(None))))
+_BULK: Final = _SCALARS | frozenset(map(id, _CONTAINER_TYPES))
+_WORDS: Final = frozenset(map(id, (bool, type(None))))
+_STR: Final = id(str)
+_INT: Final = id(int)
 #: The fewest containers of one shape that are read position by position.
 _MIN_ROWS: Final = 16
 
@@ -80,35 +86,38 @@ class _Columns:
     def column(self, values: Sequence[Any], depth: int) -> Sequence[Any]:
         """The copies of ``values`` (not empty; at nesting level ``depth``), in their order:
         ``values`` itself when each is its own copy (exact scalars, valid text)."""
-        types = list(map(type, values))
-        first = types[0]
-        if types.count(first) == len(types):  # one type: a table's column, usually
-            if first in _SCALAR_TYPES:
-                return self.scalars(values, {first}, types)
-            if first in _CONTAINER_TYPES:
+        first = type(values[0])
+        if all_of(map(type, values), first):  # one type: a table's column, usually
+            if id(first) in _SCALARS:
+                return self.scalars(values, {id(first)}, [])
+            if first is list or first is tuple or first is dict:
                 return self.containers(first, values, depth)
-        elif set(types) <= _SCALAR_TYPES:
-            return self.scalars(values, set(types), types)
-        return self.mixed(values, types, depth)
+        types = list(map(type, values))
+        kinds = set(map(id, types))
+        if kinds <= _SCALARS:
+            return self.scalars(values, kinds, types)
+        return self.mixed(values, types, kinds, depth)
 
-    def mixed(self, values: Sequence[Any], types: list[type], depth: int) -> list[Any]:
-        """A column of several types, or of types read on their own: the scalars together,
-        the exact containers kind by kind, then every other value."""
+    def mixed(
+        self, values: Sequence[Any], types: list[type], kinds: set[int], depth: int
+    ) -> list[Any]:
+        """A column of several types (``kinds``: their identities), or of types read on their
+        own: the scalars together, the exact containers kind by kind, then every other
+        value."""
         out = list(values)
-        kinds = set(types)
-        if kinds & _SCALAR_TYPES:
-            mask = list(map(_SCALAR_TYPES.__contains__, types))
+        if kinds & _SCALARS:
+            mask = list(map(_SCALARS.__contains__, map(id, types)))
             scalars = list(compress(values, mask))
-            kept = self.scalars(scalars, kinds & _SCALAR_TYPES, list(compress(types, mask)))
+            kept = self.scalars(scalars, kinds & _SCALARS, list(compress(types, mask)))
             if kept is not scalars:
                 _put(out, mask, kept)
         for kind in _CONTAINER_TYPES:
-            if kind in kinds:
+            if id(kind) in kinds:
                 mask = list(map(operator.is_, types, repeat(kind)))
                 _put(out, mask, self.containers(kind, list(compress(values, mask)), depth))
-        odd = kinds.difference(_SCALAR_TYPES, _CONTAINER_TYPES)
+        odd = kinds - _BULK
         if odd:
-            mask = list(map(odd.__contains__, types))
+            mask = list(map(odd.__contains__, map(id, types)))
             _put(out, mask, self.others(list(compress(values, mask)), depth))
         return out
 
@@ -167,7 +176,7 @@ class _Columns:
             return copies
         keys = list(chain.from_iterable(copies))
         texts = self.texts
-        if list(map(type, keys)).count(str) == len(keys):
+        if all_of(map(type, keys), str):
             size = sum(map(len, keys))
             self.spend(size)
             joined = "".join(keys)  # pragma: no mutate (any ASCII separator adds no excess)
@@ -200,7 +209,7 @@ class _Columns:
         of a key), and those keys are exact, valid strings: their text is then charged and
         kept once per dict. Whether they were read (nothing is charged otherwise)."""
         names = list(copies[0])
-        if list(map(type, names)).count(str) != width:
+        if not all_of(map(type, names), str):
             return False
         size = sum(map(len, names)) * len(copies)
         if size > self.budget:  # before any key is copied
@@ -271,15 +280,16 @@ class _Columns:
             _put(out, at_dicts, self.values(list(map(self.keyed, dicts)), depth))
         return out
 
-    def scalars(self, values: Sequence[Any], kinds: set[type], types: list[type]) -> Sequence[Any]:
+    def scalars(self, values: Sequence[Any], kinds: set[int], types: list[type]) -> Sequence[Any]:
         """Charge and check exact strings, ints, floats, bools and nulls (``kinds``: which of
-        them are there; ``types``: each one's): strings their quote and one byte per code
-        point (their text is kept; one that is not valid UTF-8 is replaced by its coerced
-        copy), the others the rest of what the encoder writes for them (64-bit ints and finite
-        floats only). Returns ``values``, or a list with the coerced strings."""
+        them are there, by identity; ``types``: each one's, when there are several): strings
+        their quote and one byte per code point (their text is kept; one that is not valid
+        UTF-8 is replaced by its coerced copy), the others the rest of what the encoder writes
+        for them (64-bit ints and finite floats only). Returns ``values``, or a list with the
+        coerced strings."""
         out = values
         others = values
-        if str in kinds:
+        if _STR in kinds:
             is_str = None if len(kinds) == 1 else list(map(operator.is_, types, repeat(str)))
             strings = values if is_str is None else list(compress(values, is_str))
             size = sum(map(len, strings))
@@ -294,17 +304,17 @@ class _Columns:
             if is_str is None:
                 return out
             others = list(compress(values, map(operator.not_, is_str)))
-            kinds = kinds - {str}
+            kinds = kinds - {_STR}
         self.numbers(others, kinds)
         return out
 
-    def numbers(self, values: Sequence[Any], kinds: set[type]) -> None:
+    def numbers(self, values: Sequence[Any], kinds: set[int]) -> None:
         """Charge and check exact ints, floats, bools and nulls (not empty)."""
         if kinds <= _WORDS:  # true, false, null: the letters after the first
             # (only bools and None here: ``count(False)`` finds exactly the falses)
             self.spend(3 * len(values) + values.count(False))
             return
-        if int in kinds:
+        if _INT in kinds:
             ints = values
             if len(kinds) > 1:
                 ints = list(compress(values, map(operator.is_, map(type, values), repeat(int))))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import operator
+from itertools import repeat
 from typing import Any, Final
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "REASON_TOO_LARGE",
     "REASON_UNENCODABLE",
     "TRUNCATION_MARKER",
+    "all_of",
     "coerce_utf8",
     "read_key",
     "read_str",
@@ -114,6 +117,15 @@ def read_key(raw_key: object, into: dict[str, Any], budget: int) -> tuple[str, i
     if valid in into:
         raise _UNENCODABLE
     return valid, budget + len(key) - len(valid)
+
+
+def all_of(types: Any, kind: object) -> bool:
+    """Whether every class of ``types`` (an iterable) is ``kind`` itself.
+
+    Classes are told apart by identity only, never compared with ``==`` or put in a set: a
+    plugin's metaclass can define ``__eq__`` and ``__hash__``, and bounding runs no plugin code.
+    """
+    return all(map(operator.is_, types, repeat(kind)))
 
 
 def _dict_charge(n: int) -> int:

@@ -42,6 +42,7 @@ from nr_llm_core._bounds import (
     TRUNCATION_MARKER,
     _dict_charge,
     _Refused,
+    all_of,
     coerce_utf8,
     read_key,
     read_str,
@@ -312,13 +313,16 @@ def _copy_sequence(
     budget -= 2 * len(items) if items else 1  # `0,` per item, or `]` when empty
     if budget < 0:
         raise _TOO_LARGE
-    kinds = set(map(type, items))  # pragma: no mutate (without it, the walk does the same)
-    if kinds == {str}:
+    first = type(items[0]) if items else None
+    # The one type of all the items, if they have one (without the fast paths it chooses, the
+    # walk makes the same copy):
+    one = first if all_of(map(type, items), first) else None  # pragma: no mutate
+    if one is str:
         strings, budget = _copy_strings(items, budget, texts)
         return strings, budget, None
     # Rows of strings (a table), unless the first row already says otherwise: then a long list
     # goes by columns without first copying every row to look at its cells.
-    if kinds == {list} and level < MAX_ARTIFACT_DEPTH and set(map(type, items[0])) <= {str}:
+    if one is list and level < MAX_ARTIFACT_DEPTH and all_of(map(type, items[0]), str):
         lengths = list(map(len, items))
         cells_total = sum(lengths)
         rows_charge = 2 * cells_total + lengths.count(0)  # as _copy_sequence charges each row
@@ -327,7 +331,7 @@ def _copy_sequence(
             raise _TOO_LARGE
         rows = list(map(list.copy, items))
         cells: list[Any] = reduce(operator.iadd, rows, [])
-        if list(map(type, cells)).count(str) == len(cells):  # pragma: no mutate (as above)
+        if all_of(map(type, cells), str):  # pragma: no mutate (as above)
             strings, budget = _copy_strings(cells, budget, texts)
             if strings is not cells:  # some cell needed coercion: rebuild the rows
                 it = iter(strings)

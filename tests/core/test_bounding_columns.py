@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -166,3 +166,54 @@ def test_a_long_list_is_read_by_columns(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(bounding, "_walk_columns", spy)
     bounded(forged_artifact({"long": [{"a": 1.5}] * LONG, "short": [1, 2]}))
     assert calls == [LONG]
+
+
+# -- classes are told apart by identity only ------------------------------------------------------
+
+
+class Meta(type):
+    """A metaclass whose classes answer ``==`` and ``hash()`` with plugin code."""
+
+    ran: ClassVar[list[str]] = []
+
+    def __hash__(cls) -> int:
+        Meta.ran.append("hash")
+        return hash(str)
+
+    def __eq__(cls, other: object) -> bool:
+        Meta.ran.append("eq")
+        return other is str
+
+
+class Odd(metaclass=Meta):
+    pass
+
+
+class OddStr(str, metaclass=type("StrMeta", (Meta,), {})):
+    pass
+
+
+ODD_PLACES = {
+    "a short list": lambda: [Odd()],
+    "a long list of them": lambda: [Odd()] * LONG,
+    "a long mixed list": lambda: [1, Odd()] * LONG,
+    "strings and one": lambda: ["a"] * LONG + [Odd()],
+    "rows of strings and one": lambda: [["a", "b"]] * LONG + [["a", Odd()]],
+    "rows": lambda: [[1, Odd()]] * LONG,
+    "records": lambda: [{"a": Odd()}] * LONG,
+    "a str subclass among strings": lambda: ["a"] * LONG + [OddStr("b")],
+    "str subclass keys": lambda: [{OddStr("k"): 1}] * LONG,
+    "str subclass keys of records": lambda: [{"k": 1}] * LONG + [{OddStr("k"): 1}],
+}
+
+
+@pytest.mark.parametrize("make", ODD_PLACES.values(), ids=ODD_PLACES.keys())
+def test_a_class_whose_metaclass_defines_eq_and_hash_never_runs_them(make: Any) -> None:
+    """Telling the types of values apart must not compare or hash the classes: a plugin's
+    metaclass can define both, and they would run in the host's bounding."""
+    value = make()
+    Meta.ran.clear()
+    out = bounded(forged_artifact({"d": value}))
+    assert Meta.ran == []
+    if any(type(v) is Odd for v in value):
+        assert out == UNENCODABLE
