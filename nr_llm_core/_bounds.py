@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
-from typing import Final
+import operator
+from itertools import repeat
+from typing import Any, Final
 
 __all__ = [
     "ARTIFACTS_OMITTED_LABEL",
@@ -15,7 +17,9 @@ __all__ = [
     "REASON_TOO_LARGE",
     "REASON_UNENCODABLE",
     "TRUNCATION_MARKER",
+    "all_of",
     "coerce_utf8",
+    "read_key",
     "read_str",
 ]
 
@@ -93,6 +97,35 @@ def read_str(value: object, limit: int | None = None) -> str | None:
         size = limit
     # An exact str, of a whole subclass too (CPython copies it rather than return the object).
     return str.__getitem__(value, slice(0, size))  # type: ignore[index]
+
+
+def read_key(raw_key: object, into: dict[str, Any], budget: int) -> tuple[str, int]:
+    """A dict key as both walks read it: the real characters of a ``str`` (or a subclass, read
+    through ``str``), charged one byte per code point before they are copied, then coerced to
+    UTF-8 (a rejoined surrogate pair is one code point: the other is given back).
+
+    Returns the key and the budget left. Refuses a key that is not a string and one that
+    collides with a key already in ``into`` once coerced.
+    """
+    key = read_str(raw_key, MAX_ARTIFACT_BYTES + 1)  # more cannot fit either
+    if key is None:
+        raise _UNENCODABLE
+    budget -= len(key)
+    if budget < 0:
+        raise _TOO_LARGE
+    valid = coerce_utf8(key)
+    if valid in into:
+        raise _UNENCODABLE
+    return valid, budget + len(key) - len(valid)
+
+
+def all_of(types: Any, kind: object) -> bool:
+    """Whether every class of ``types`` (an iterable) is ``kind`` itself.
+
+    Classes are told apart by identity only, never compared with ``==`` or put in a set: a
+    plugin's metaclass can define ``__eq__`` and ``__hash__``, and bounding runs no plugin code.
+    """
+    return all(map(operator.is_, types, repeat(kind)))
 
 
 def _dict_charge(n: int) -> int:

@@ -11,8 +11,8 @@ call, on values read through the base types' own slots, so that no override a pl
   the shared encoder (nothing is encoded here: a sink encodes once, when it writes); any failure
   replaces the whole list with one ``Artifacts omitted`` TEXT artifact.
 
-The limits and the readers live in :mod:`nr_llm_core._bounds`; a long list is walked a level at
-a time by :mod:`nr_llm_core._bounding_levels`.
+The limits and the readers live in :mod:`nr_llm_core._bounds`; a long list is walked a column
+at a time by :mod:`nr_llm_core._bounding_levels`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from functools import reduce
 from typing import Any, Final
 
-from nr_llm_core._bounding_levels import _walk_levels
+from nr_llm_core._bounding_levels import _walk_columns
 from nr_llm_core._bounds import (
     _ARTIFACT_OBJECT,
     _CONTENT_CUT,
@@ -42,7 +42,9 @@ from nr_llm_core._bounds import (
     TRUNCATION_MARKER,
     _dict_charge,
     _Refused,
+    all_of,
     coerce_utf8,
+    read_key,
     read_str,
 )
 from nr_llm_core.results import Artifact, ArtifactType, ToolResult
@@ -178,7 +180,9 @@ def _canonical_artifacts(artifacts: tuple[Artifact, ...]) -> tuple[tuple[Artifac
         # `< 1` would be the same check.)
         if budget < 0:  # pragma: no mutate
             raise _TOO_LARGE
-        label = coerce_utf8(label)
+        valid = coerce_utf8(label)
+        budget += len(label) - len(valid)  # a rejoined surrogate pair is one code point
+        label = valid
         if not issubclass(type(artifact.data), dict):  # an artifact's data is a JSON object
             raise _UNENCODABLE
         texts.append(label)
@@ -227,15 +231,15 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
         for item in items:
             if is_dict:
                 raw_key, value = item
-                key = read_str(raw_key, MAX_ARTIFACT_BYTES + 1)
-                if key is None:
-                    raise _UNENCODABLE
-                budget -= len(key)
-                if budget < 0:
-                    raise _TOO_LARGE
-                key = coerce_utf8(key)
-                if key in into:
-                    raise _UNENCODABLE
+                if type(raw_key) is str and raw_key.isascii():  # what read_key would return
+                    budget -= len(raw_key)
+                    if budget < 0:
+                        raise _TOO_LARGE
+                    if raw_key in into:
+                        raise _UNENCODABLE
+                    key = raw_key
+                else:
+                    key, budget = read_key(raw_key, into, budget)
                 keep(key)
             else:
                 value = item
@@ -246,6 +250,8 @@ def _walk(root: object, depth: int, budget: int, texts: list[str]) -> tuple[Any,
                 if budget < 0:
                     raise _TOO_LARGE
                 copied: Any = coerce_utf8(value)
+                if copied is not value:  # a rejoined surrogate pair is one code point
+                    budget += len(value) - len(copied)
                 keep(copied)
             elif t is int:
                 if not INT_MIN <= value <= INT_MAX:
@@ -307,13 +313,16 @@ def _copy_sequence(
     budget -= 2 * len(items) if items else 1  # `0,` per item, or `]` when empty
     if budget < 0:
         raise _TOO_LARGE
-    kinds = set(map(type, items))  # pragma: no mutate (without it, the walk does the same)
-    if kinds == {str}:
+    first = type(items[0]) if items else None
+    # The one type of all the items, if they have one (without the fast paths it chooses, the
+    # walk makes the same copy):
+    one = first if all_of(map(type, items), first) else None  # pragma: no mutate
+    if one is str:
         strings, budget = _copy_strings(items, budget, texts)
         return strings, budget, None
     # Rows of strings (a table), unless the first row already says otherwise: then a long list
-    # goes by levels without first copying every row to look at its cells.
-    if kinds == {list} and level < MAX_ARTIFACT_DEPTH and set(map(type, items[0])) <= {str}:
+    # goes by columns without first copying every row to look at its cells.
+    if one is list and level < MAX_ARTIFACT_DEPTH and all_of(map(type, items[0]), str):
         lengths = list(map(len, items))
         cells_total = sum(lengths)
         rows_charge = 2 * cells_total + lengths.count(0)  # as _copy_sequence charges each row
@@ -322,7 +331,7 @@ def _copy_sequence(
             raise _TOO_LARGE
         rows = list(map(list.copy, items))
         cells: list[Any] = reduce(operator.iadd, rows, [])
-        if list(map(type, cells)).count(str) == len(cells):  # pragma: no mutate (as above)
+        if all_of(map(type, cells), str):  # pragma: no mutate (as above)
             strings, budget = _copy_strings(cells, budget, texts)
             if strings is not cells:  # some cell needed coercion: rebuild the rows
                 it = iter(strings)
@@ -330,16 +339,14 @@ def _copy_sequence(
             return rows, budget, None
         budget += rows_charge  # the walk charges the rows itself
     if len(items) >= _LONG_LIST:
-        # A long list of anything else (rows of numbers, records …): read by levels, where
-        # the Python work is per level and per column rather than per value. The walk by
-        # levels charges the list itself again.
-        budget += 2 * len(items)
-        copied, budget = _walk_levels(items, level, budget, texts)
+        # A long list of anything else (rows of numbers, records …): read by columns, where
+        # the Python work is per column rather than per value.
+        copied, budget = _walk_columns(items, level, budget, texts, _walk)
         return copied, budget, None
     return [], budget, iter(items)
 
 
-#: The shortest list that is read by levels: below it, the fixed cost of a level (a few
+#: The shortest list that is read by columns: below it, the fixed cost of a column (a few
 #: microseconds) is more than what reading the values together saves.
 _LONG_LIST: Final = 32
 
@@ -347,7 +354,8 @@ _LONG_LIST: Final = 32
 def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list[str], int]:
     """Copy a list of exact strings: each adds its quote, comma and characters (charged before
     anything is joined); their joined text goes to ``texts``."""
-    budget -= sum(map(len, items)) + len(items)
+    size = sum(map(len, items))
+    budget -= size + len(items)
     if budget < 0:
         raise _TOO_LARGE
     joined = "".join(items)  # pragma: no mutate (as in _text_excess)
@@ -356,6 +364,7 @@ def _copy_strings(items: list[str], budget: int, texts: list[str]) -> tuple[list
             joined.encode()
         except UnicodeEncodeError:
             items = [coerce_utf8(s) for s in items]
+            budget += size - sum(map(len, items))  # a rejoined surrogate pair is one code point
             joined = "".join(items)  # pragma: no mutate (as in _text_excess)
     texts.append(joined)
     return items, budget
@@ -380,7 +389,7 @@ def _walk_other(
             raise _TOO_LARGE
         text = coerce_utf8(str.__getitem__(value, slice(0, size)))
         texts.append(text)
-        return text, budget, None
+        return text, budget + size - len(text), None
     if issubclass(t, int):
         if int.bit_length(value) > 64:  # refused before a huge one is copied
             raise _UNENCODABLE

@@ -23,6 +23,7 @@ ROWS_FILE = Path(__file__).with_name("ADVERSARIAL.md")
 
 CONTENT = "tests/core/test_bounding_content.py"
 ARTIFACTS = "tests/core/test_bounding_artifacts.py"
+COLUMNS = "tests/core/test_bounding_columns.py"
 HOST = "tests/core/test_host.py"
 ENTRY_POINTS = "tests/loading/test_entry_points.py"
 PIP_INSTALL = "tests/loading/test_pip_install.py"
@@ -101,6 +102,16 @@ PINNED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "Artifacts": {
+        "a value whose class's metaclass defines `__eq__` and `__hash__`: alone, in a long list, "
+        "in rows, among strings, as a str subclass value or key": (
+            f"{COLUMNS}::test_a_class_whose_metaclass_defines_eq_and_hash_never_runs_them",
+        ),
+        'a split surrogate pair (`"\\ud83d\\ude00"`, two code points) in a string, a key '
+        "or a label": (
+            f"{COLUMNS}::test_a_rejoined_surrogate_pair_is_counted_as_the_one_character_it_becomes",
+            f"{COLUMNS}::test_a_rejoined_surrogate_pair_in_the_label_is_counted_once",
+            f"{COLUMNS}::test_an_artifact_of_exactly_50000_bytes_with_split_pairs_is_kept",
+        ),
         "NaN or ±inf anywhere": (f"{ARTIFACTS}::test_non_finite_floats_give_the_marker",),
         "`-0.0`, `1e-5`, `1e16`, `12.0`": (f"{ARTIFACTS}::test_finite_floats_are_kept",),
         "ints beyond the encoder's range, `10**5000`": (
