@@ -13,8 +13,9 @@ URL-encoded query, HTML-escaped JSON. :class:`DecodedView` is such text with its
 - ``&quot;``, ``&apos;``, ``&amp;``, ``&lt;``, ``&gt;`` and numeric references (HTML).
 
 Decoding repeats on its own result up to :data:`MAX_LAYERS` times (``%2522`` → ``%22`` →
-``"``). Each character of the view knows the span of the source it stands for. :meth:`replace`
-puts text over parts of the view; :meth:`source_with_replacements` writes each replacement
+``"``). Each character of the view knows the span of the source it stands for.
+:meth:`DecodedView.replace` puts text over parts of the view;
+:meth:`DecodedView.source_with_replacements` writes each replacement
 over the source span its characters came from and keeps every other source character as it
 was written, escapes included, so a masked JSON string is still the same JSON string.
 
