@@ -190,9 +190,12 @@ def credential(m: re.Match[str]) -> str:
     value = m.group("secret")
     # Closing brackets and sentence punctuation belong to the code or the prose around it:
     # "(token: str)", "{'password': password}", "the token: x." Read as written, escaped text
-    # puts backslashes in a value: those before its closing quote (token=EOF\") escape the
-    # quote, and "\/" is a "/" (PHP's JSON): the judgement reads the value without them.
-    core = value.rstrip(")]},.:!?\\").replace("\\/", "/")
+    # puts backslashes in a value: those right before a quote (token=EOF\") escape it, and
+    # "\/" is a "/" (PHP's JSON): the judgement reads the value without them.
+    core = value.rstrip(")]},.:!?")
+    if m.string.startswith(('"', "'"), m.end()):
+        core = core.rstrip("\\").rstrip(")]},.:!?")
+    core = core.replace("\\/", "/")
     # After detect-secrets' heuristics: a value has a letter or digit and more than one
     # character ("/", "***@", "x" are not values), and is not a template or a mask.
     if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":

@@ -458,6 +458,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "spring.datasource.password=⟦Tr0ub4dor&3#x⟧",
             "AUTO_SESSION_PASSWORD=⟦mypassword⟧",
             ":password       => '⟦4ian1234⟧',",
+            "set password=⟦Geheim\\⟧ then",  # a backslash before a quote would escape it
         ),
         negative=(
             "def login(token: str) -> None:",

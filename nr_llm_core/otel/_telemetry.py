@@ -98,7 +98,7 @@ class OtelTelemetry:
         level = effective_level(privacy, self.privacy, _store_level(persister), recorded)
         # A store that records each segment's trace context knows the run's latest segment,
         # whichever process ran it; what this object remembers is only what it saw.
-        current = isinstance(persister, TraceparentRecorder)
+        recorder = persister if isinstance(persister, TraceparentRecorder) else None
         spans = RunSpans(
             self._tracer,
             self._durations,
@@ -107,11 +107,11 @@ class OtelTelemetry:
             provider=describe_provider(provider),
             tools=tools,
             resumed=resumed,
-            resumes=self._resumes(resumed, record, stored_is_current=current),
+            resumes=self._resumes(resumed, record, stored_is_current=recorder is not None),
             on_suspend=self._remember,
         )
-        if resumed is not None and isinstance(persister, TraceparentRecorder):
-            _record_segment(persister, resumed, spans)
+        if resumed is not None and recorder is not None:
+            _record_segment(recorder, resumed, spans)
         return spans
 
     def _remember(self, run_id: str, span_context: SpanContext) -> None:
