@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Final
 
 __all__ = [
-    "ESCAPED_QUOTE",
     "KEY_BEGIN",
     "MASK_OPEN",
     "Replacer",
@@ -27,19 +26,14 @@ __all__ = [
     "credential",
     "is_card_number",
     "keep_prefix",
+    "key_blocks",
     "luhn_valid",
     "mask",
-    "mask_key_blocks",
     "url_credentials",
 ]
 
 #: Every mask starts with this; a value that starts with it has been masked already.
 MASK_OPEN: Final = "[REDACTED:"
-
-#: Stands for JSON's escaped quote (the two characters ``\\"``) while the redactor masks JSON
-#: text: a Unicode noncharacter (reserved for internal use, so no text means it), one
-#: character for two, that every shape reads as a quote. See :mod:`nr_llm_core.redaction`.
-ESCAPED_QUOTE: Final = "\ufdd3"
 
 Replacer = Callable[[re.Match[str]], str]
 
@@ -195,8 +189,13 @@ def credential(m: re.Match[str]) -> str:
     """
     value = m.group("secret")
     # Closing brackets and sentence punctuation belong to the code or the prose around it:
-    # "(token: str)", "{'password': password}", "the token: x."
+    # "(token: str)", "{'password': password}", "the token: x." Read as written, escaped text
+    # puts backslashes in a value: those right before a quote (token=EOF\") escape it, and
+    # "\/" is a "/" (PHP's JSON): the judgement reads the value without them.
     core = value.rstrip(")]},.:!?")
+    if m.string.startswith(('"', "'"), m.end()):
+        core = core.rstrip("\\").rstrip(")]},.:!?")
+    core = core.replace("\\/", "/")
     # After detect-secrets' heuristics: a value has a letter or digit and more than one
     # character ("/", "***@", "x" are not values), and is not a template or a mask.
     if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":
@@ -207,7 +206,7 @@ def credential(m: re.Match[str]) -> str:
     # reference or a small number is text; a literal closed right after the value is a value.
     # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
     quote = m.group("quote")
-    quoted = quote in ('"', "'", ESCAPED_QUOTE) and m.string.startswith(quote, m.end())
+    quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
     quoted = quoted or (quote is None and _literal_assignment(m))
     if not quoted and len(m.group("before")) > _ALIGNED:
         return m.group()  # an aligned table or grammar ("token          = 1*tchar")
@@ -302,26 +301,24 @@ _KEY_END: Final = re.compile(
     r"|---- END SSH2 ENCRYPTED PRIVATE KEY ----"
     r"|Private-MAC: ?[0-9A-Fa-f]{0,128}"
 )
-_KEY_MASK: Final = mask("private-key")
 
 
-def mask_key_blocks(text: str) -> str:
-    """``text`` with every private-key block (PEM, PGP, SSH2, PuTTY) masked.
+def key_blocks(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a private-key block (PEM, PGP, SSH2, PuTTY): ``(start, end)`` each.
 
     A block runs from its BEGIN line through its END line; a block with no END (cut, or pasted
-    in part) is masked to the end of the string: half a key is still a key, and a blank line
-    does not end one (PGP armour and legacy encrypted PEM have a blank line inside).
+    in part) runs to the end of the string: half a key is still a key, and a blank line does
+    not end one (PGP armour and legacy encrypted PEM have a blank line inside).
     """
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text:
-        return text
-    out: list[str] = []
+        return []
+    found: list[tuple[int, int]] = []
     pos = 0
     while (begin := KEY_BEGIN.search(text, pos)) is not None:
-        out.append(text[pos : begin.start()])
-        out.append(_KEY_MASK)
         end = _KEY_END.search(text, begin.end())
         if end is None:
-            return "".join(out)
+            found.append((begin.start(), len(text)))
+            break
+        found.append((begin.start(), end.end()))
         pos = end.end()
-    out.append(text[pos:])
-    return "".join(out)
+    return found

@@ -72,6 +72,7 @@ from nr_llm_core.privacy import (
     stored_level_update,
 )
 from nr_llm_core.trace import RunStep, StepKind
+from nr_llm_core.traceparent import with_traceparent
 
 __all__ = [
     "DB_ENV_VAR",
@@ -231,6 +232,22 @@ class AgentRunPersister(StoreBase):
         self._levels[run_id] = level
         self._next_seq[run_id] = 1
         return run_id
+
+    def record_traceparent(self, run_id: str, traceparent: str) -> None:
+        """Store ``traceparent`` in open run ``run_id``'s meta, every other key kept: the span
+        of the run's latest segment, which a resumption's telemetry records (ADR 0026).
+        ``ValueError`` when it is not a W3C ``traceparent``; :class:`UnknownRunError` /
+        :class:`RunSettledError` when the run is unknown or has ended."""
+        with_traceparent(None, traceparent)  # refused before the write lock is taken
+        _known_text(run_id)
+        with self._write() as conn:
+            self._require_open(conn, run_id)
+            row = conn.execute("SELECT meta FROM runs WHERE id = ?", (run_id,)).fetchone()
+            meta = with_traceparent(None if row[0] is None else decode_json(row[0]), traceparent)
+            if meta is not None:
+                conn.execute(
+                    "UPDATE runs SET meta = ? WHERE id = ?", (encode_json_str(meta), run_id)
+                )
 
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)

@@ -21,9 +21,11 @@ Properties the tests pin:
   their BEGIN and END lines rather than with a lazy ``.*?``.
 - **Mask before cut**: secrets are masked on the whole string first, so truncation never leaves
   the prefix of a secret that was too short to match.
-- **JSON text**: the escapes ``\\n``, ``\\r`` and ``\\t`` count as the separators they stand
-  for, so a key on a line of its own in ``json.dumps`` output is masked as in plain text; an
-  escaped quote ``\\"`` counts as a quote (``{\\"password\\": \\"...\\"}`` inside a string).
+- **Encoded text**: text is masked as written and as read, with its escapes decoded: JSON
+  strings nested to any depth (``\\"``, ``\\\\\\"`` …, ``\\n`` as a line break), ``\\u``
+  escapes, ``\\/``, URL percent-encoding and HTML entities, three layers deep
+  (:mod:`nr_llm_core._decoded_view`, ADR 0034). A secret found as read is masked over the
+  characters it was written with; every other character keeps its escapes.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from nr_llm_core._secret_checks import ESCAPED_QUOTE, is_card_number, luhn_valid, mask
+from nr_llm_core._decoded_view import DecodedView
+from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask
 from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern
 
 __all__ = [
@@ -85,32 +88,38 @@ def _mask_to_fixed_point(text: str) -> str:
     return text
 
 
-# JSON text (what a tool returns when it returns json.dumps(...)) writes a line break as the
-# two characters "\n": its "n" glues whatever starts the next line to the word before it, and
-# every shape's left edge (a negative lookbehind on letters and digits) then refuses a key
-# that starts a line ("...\nsk-proj-..."). While masking, the letter of each \n, \r and \t
-# escape is swapped for a Unicode noncharacter (reserved for internal use; no shape takes it
-# for part of a word) and swapped back after. A quote inside JSON text is written \" too: the
-# shapes that read NAME="value" or "name": "value" met a backslash where the quote belongs, so
-# each \" becomes one more noncharacter (ESCAPED_QUOTE), which every shape reads as a quote,
-# and is written back as \" after. One pass of str.replace each way: still linear. Text that
-# already holds one of the marks is masked as it is: the swap could not be undone exactly.
-_ESCAPE_MARKS: Final = {"n": "\ufdd0", "r": "\ufdd1", "t": "\ufdd2"}
-_MARKS: Final = (*_ESCAPE_MARKS.values(), ESCAPED_QUOTE)
-_UNMARK: Final = str.maketrans(
-    {ESCAPED_QUOTE: '\\"'} | {mark: letter for letter, mark in _ESCAPE_MARKS.items()}
-)
+def _mask_view(view: DecodedView) -> bool:
+    # The catalogue over the decoded view, to a fixed point as on plain text; each change goes
+    # into the view, which traces it back to the source characters it stands for.
+    changed = False
+    for _ in range(_MAX_PASSES):
+        settled = True
+        for pattern in SECRET_PATTERNS:
+            regions = pattern.regions(view.text)
+            if regions:
+                view.replace(regions)
+                settled = False
+        if settled:
+            break
+        changed = True
+    return changed
 
 
 def _mask_secrets(text: str) -> str:
-    if "\\" not in text or any(mark in text for mark in _MARKS):
-        return _mask_to_fixed_point(text)
-    marked = text.replace('\\"', ESCAPED_QUOTE)
-    for letter, mark in _ESCAPE_MARKS.items():
-        marked = marked.replace("\\" + letter, "\\" + mark)
-    if marked == text:
-        return _mask_to_fixed_point(text)
-    return _mask_to_fixed_point(marked).translate(_UNMARK)
+    # Stored text is masked as written, then as read: escapes decoded (JSON strings nested to
+    # any depth, \u escapes, URL and HTML encoding; nr_llm_core/_decoded_view.py). A secret
+    # found in the decoded view is masked over the source characters it came from, and every
+    # other character keeps its escapes. Masking as written comes first and stays: decoding
+    # can end a value early ("password=abc%20def" reads "abc def"), so the view only adds
+    # masks. Each round that changes anything adds masks, so this settles in a round or two;
+    # the bound is a backstop.
+    out = _mask_to_fixed_point(text)
+    for _ in range(_MAX_PASSES):
+        view = DecodedView.of(out)
+        if view is None or not _mask_view(view):
+            break
+        out = _mask_to_fixed_point(view.source_with_replacements())
+    return out
 
 
 def mask_secrets(text: str) -> str:

@@ -21,7 +21,11 @@ from typing import Final, final
 
 from nr_llm_core import _secret_checks as check
 
-__all__ = ["SECRET_PATTERNS", "SecretPattern"]
+__all__ = ["SECRET_PATTERNS", "Region", "SecretPattern"]
+
+
+#: A change a shape makes to a text: ``(start, end, replacement)``.
+Region = tuple[int, int, str]
 
 
 @final
@@ -29,12 +33,12 @@ class SecretPattern:
     """One secret shape: a ``kind`` (the mask's label), a compiled regex and its replacement.
 
     ``source`` names the rule the shape follows; ``positive`` and ``negative`` are its examples
-    (see the module docstring). ``masker``, when given, masks a whole string itself (private-key
-    blocks are found with ``str.find``-style scanning, not one regex); ``regex`` then documents
-    where a block starts.
+    (see the module docstring). ``spans``, when given, finds the spans to mask in a whole
+    string itself (private-key blocks are found by searching for their BEGIN and END lines,
+    not with one regex); ``regex`` then documents where a block starts.
     """
 
-    __slots__ = ("_masker", "kind", "negative", "positive", "regex", "replace", "source")
+    __slots__ = ("_mask", "_spans", "kind", "negative", "positive", "regex", "replace", "source")
 
     def __init__(
         self,
@@ -45,7 +49,7 @@ class SecretPattern:
         source: str,
         positive: tuple[str, ...],
         negative: tuple[str, ...],
-        masker: Callable[[str], str] | None = None,
+        spans: Callable[[str], list[tuple[int, int]]] | None = None,
     ) -> None:
         if not source or not positive or not negative:
             raise ValueError(f"secret shape {kind!r} needs a source and both kinds of example")
@@ -56,16 +60,51 @@ class SecretPattern:
         self.negative = negative
         masked = check.mask(kind)
         self.replace: check.Replacer = replace or (lambda _m: masked)
-        self._masker = masker
+        self._mask = masked
+        self._spans = spans
 
     def __repr__(self) -> str:
         return f"SecretPattern({self.kind!r})"
 
     def sub(self, text: str) -> str:
         """``text`` with every match of this shape masked."""
-        if self._masker is not None:
-            return self._masker(text)
-        return self.regex.sub(self.replace, text)
+        if self._spans is None:
+            return self.regex.sub(self.replace, text)
+        parts: list[str] = []
+        pos = 0
+        for start, end in self._spans(text):
+            parts += (text[pos:start], self._mask)
+            pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    def regions(self, text: str) -> list[Region]:
+        """What :meth:`sub` changes in ``text``: each changed match, in order, cut to the
+        characters that change (what a replacement keeps of its match stays outside, so the
+        redactor can put the mask over exactly the secret's characters)."""
+        if self._spans is not None:
+            return [(start, end, self._mask) for start, end in self._spans(text)]
+        found: list[Region] = []
+        for m in self.regex.finditer(text):
+            old = m.group()
+            new = self.replace(m)
+            if new != old:
+                found.append(_changed(m.start(), old, new))
+        return found
+
+
+def _changed(at: int, old: str, new: str) -> Region:
+    # The common head and tail of the match and its replacement are kept; at least one
+    # character of each remains, so the region and its replacement are never empty.
+    limit = min(len(old), len(new)) - 1
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    limit -= head
+    tail = 0
+    while tail < limit and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return at + head, at + len(old) - tail, new[head : len(new) - tail]
 
 
 _TOKEN: Final = r"A-Za-z0-9_\-"  # noqa: S105  # a character class: the body of most API keys
@@ -96,8 +135,8 @@ _CREDENTIAL_NAME: Final = (
     r"|(?:api|secret|private|access|account|auth|client|service|master|signing|encryption)"
     r"[_.-]?key)))"
 )
-# A quote: ' or ", or JSON's escaped \" (which the redactor reads as one character).
-_Q: Final = "\"'" + check.ESCAPED_QUOTE
+# A quote (JSON's escaped \" is read as one: see nr_llm_core/_decoded_view.py).
+_Q: Final = "\"'"
 _ASSIGN: Final = rf"[{_Q}]?[ \t]{{0,4}}(?:=>|[:=>])[ \t]{{0,4}}[{_Q}]?"  # = : => and XML's >
 
 #: Every secret shape, applied in this order (more specific shapes first).
@@ -105,7 +144,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "private-key",
         check.KEY_BEGIN.pattern,
-        masker=check.mask_key_blocks,
+        spans=check.key_blocks,
         source="gitleaks private-key; detect-secrets PrivateKeyDetector; noseyparker np.pem.1",
         positive=(
             "a\n⟦-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq\n"
@@ -419,6 +458,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "spring.datasource.password=⟦Tr0ub4dor&3#x⟧",
             "AUTO_SESSION_PASSWORD=⟦mypassword⟧",
             ":password       => '⟦4ian1234⟧',",
+            "set password=⟦Geheim\\⟧ then",  # a backslash before a quote would escape it
         ),
         negative=(
             "def login(token: str) -> None:",
@@ -447,6 +487,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
             "token          = 1*tchar",
             "password = password",
             '"creating-a-strong-password": "/en/enterprise-server@3.0/auth"',
+            '{"src": "print(\\"shlex: token=EOF\\")", "env": "PWD=\\/home\\/ann"}',
         ),
     ),
     SecretPattern(

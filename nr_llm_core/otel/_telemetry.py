@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -17,9 +18,11 @@ from nr_llm_core.otel._provider import describe_provider
 from nr_llm_core.otel._spans import RunSpans
 from nr_llm_core.privacy import PrivacyLevel, effective_level, resolve_privacy_level
 from nr_llm_core.run_result import RunRecorder
-from nr_llm_core.traceparent import parse_traceparent
+from nr_llm_core.traceparent import TRACEPARENT, TraceparentRecorder, parse_traceparent
 
 __all__ = ["OtelTelemetry"]
+
+logger = logging.getLogger("nr_llm.telemetry")
 
 #: Suspended runs whose span context is remembered in memory for their resumption.
 MAX_REMEMBERED: Final = 1024
@@ -93,7 +96,10 @@ class OtelTelemetry:
         record = _stored_run(persister, resumed)
         recorded = record.get("privacy_level") if record else None
         level = effective_level(privacy, self.privacy, _store_level(persister), recorded)
-        return RunSpans(
+        # A store that records each segment's trace context knows the run's latest segment,
+        # whichever process ran it; what this object remembers is only what it saw.
+        recorder = persister if isinstance(persister, TraceparentRecorder) else None
+        spans = RunSpans(
             self._tracer,
             self._durations,
             self._tokens,
@@ -101,9 +107,12 @@ class OtelTelemetry:
             provider=describe_provider(provider),
             tools=tools,
             resumed=resumed,
-            resumes=self._resumes(resumed, record),
+            resumes=self._resumes(resumed, record, stored_is_current=recorder is not None),
             on_suspend=self._remember,
         )
+        if resumed is not None and recorder is not None:
+            _record_segment(recorder, resumed, spans)
+        return spans
 
     def _remember(self, run_id: str, span_context: SpanContext) -> None:
         if not span_context.is_valid:
@@ -114,24 +123,49 @@ class OtelTelemetry:
             while len(self._suspended) > MAX_REMEMBERED:
                 self._suspended.popitem(last=False)
 
-    def _resumes(self, resumed: str | None, record: dict[str, Any] | None) -> SpanContext | None:
-        """The span a resumption continues: the one this object saw suspend, else the run's
-        first span, from the ``traceparent`` stored with the run."""
+    def _resumes(
+        self, resumed: str | None, record: dict[str, Any] | None, *, stored_is_current: bool
+    ) -> SpanContext | None:
+        """The span a resumption continues: the span of the segment it resumes.
+
+        The ``traceparent`` stored with the run names it when the store records every
+        segment's (``stored_is_current``); else the span this object saw suspend, else the
+        stored one (the run's first span, or the latest whose telemetry could record it)."""
         if resumed is None:
             return None
         with self._lock:
             remembered = self._suspended.pop(resumed, None)
-        if remembered is not None:
-            return remembered
-        found = parse_traceparent(record.get("meta") if record else None)
-        if found is None:
-            return None
-        trace_id, span_id, flags = found
-        return SpanContext(
-            trace_id=int(trace_id, 16),
-            span_id=int(span_id, 16),
-            is_remote=True,
-            trace_flags=TraceFlags(flags),
+        stored = _stored_context(record)
+        if stored_is_current and stored is not None:
+            return stored
+        return remembered if remembered is not None else stored
+
+
+def _stored_context(record: dict[str, Any] | None) -> SpanContext | None:
+    """The span context named by the ``traceparent`` stored with a run, if a valid one is."""
+    found = parse_traceparent(record.get("meta") if record else None)
+    if found is None:
+        return None
+    trace_id, span_id, flags = found
+    return SpanContext(
+        trace_id=int(trace_id, 16),
+        span_id=int(span_id, 16),
+        is_remote=True,
+        trace_flags=TraceFlags(flags),
+    )
+
+
+def _record_segment(persister: TraceparentRecorder, run_id: str, spans: RunSpans) -> None:
+    """Store the resumption's own span as the run's latest segment: the next resumption, in
+    whichever process, continues it. A store that cannot is logged; the spans go on."""
+    traceparent = spans.meta().get(TRACEPARENT)
+    if traceparent is None:  # no SDK installed: nothing is recorded, nothing to continue
+        return
+    try:
+        persister.record_traceparent(run_id, traceparent)
+    except Exception as exc:
+        logger.warning(
+            "could not store the trace context of run %s (%s)", run_id, type(exc).__name__
         )
 
 

@@ -140,6 +140,11 @@ class AuditStore(ClaimingRecorder, Protocol):
         """One run, or ``None``."""
         ...
 
+    def record_traceparent(self, run_id: str, traceparent: str) -> None:
+        """Store the trace context of an open run's latest segment in its meta
+        (:class:`~nr_llm_core.traceparent.TraceparentRecorder`)."""
+        ...
+
     def resolve_run_id(self, given: str) -> str:
         """The whole id of the run ``given`` names: its id or a unique prefix of at least
         four characters; ``UnknownRunError`` or ``AmbiguousRunIdError`` otherwise."""

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
+from nr_llm_core._audit_records import RunRecord
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.host import ToolHost
@@ -30,6 +31,7 @@ from nr_llm_core.results import ToolSpec
 from nr_llm_core.stores._pg_states import Taken
 from nr_llm_core.stores.postgres import PostgresStore
 from nr_llm_core.trace import RunStep
+from nr_llm_core.traceparent import TRACEPARENT
 
 __all__ = ["LOST", "RunExecutor", "stricter_zone"]
 
@@ -87,7 +89,23 @@ class _TakenRun:
         self._taken = taken
 
     def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
+        # The run exists; of what the loop would store with a new one, only the trace context
+        # of this segment's span is news (ADR 0026).
+        traceparent = None if meta is None else meta.get(TRACEPARENT)
+        if type(traceparent) is str:
+            try:
+                self._store.record_traceparent(self._taken.run_id, traceparent)
+            except Exception as exc:
+                log_exception(
+                    logger, "worker: no trace context for run %s", self._taken.run_id, exc=exc
+                )
         return self._taken.run_id
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        return self._store.get_run(run_id)
+
+    def record_traceparent(self, run_id: str, traceparent: str) -> None:
+        self._store.record_traceparent(run_id, traceparent)
 
     def record_step(self, run_id: str, step: RunStep) -> bool:
         return self._store.record_step(run_id, step)

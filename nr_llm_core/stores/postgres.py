@@ -60,6 +60,7 @@ from nr_llm_core.stores import _pg_states as _st
 from nr_llm_core.stores._tables import events, runs, states
 from nr_llm_core.stores._url import masked
 from nr_llm_core.trace import RunStep, StepKind
+from nr_llm_core.traceparent import with_traceparent
 
 __all__ = ["PostgresStore"]
 
@@ -210,6 +211,20 @@ class PostgresStore(StoreBase):
             raise AuditStoreError(f"could not begin run {run_id!r}: {exc}") from None
         self._levels[run_id] = level
         return run_id
+
+    def record_traceparent(self, run_id: str, traceparent: str) -> None:
+        """Store ``traceparent`` in open run ``run_id``'s meta, under the run row's lock; as
+        :meth:`AgentRunPersister.record_traceparent
+        <nr_llm_core.audit.AgentRunPersister.record_traceparent>`."""
+        with_traceparent(None, traceparent)
+        with self._write() as conn:
+            _st.require_open(conn, run_id)
+            stored = conn.execute(sa.select(runs.c.meta).where(runs.c.id == run_id)).scalar()
+            meta = with_traceparent(None if stored is None else decode_json(stored), traceparent)
+            if meta is not None:
+                conn.execute(
+                    sa.update(runs).where(runs.c.id == run_id).values(meta=encode_json_str(meta))
+                )
 
     def _level(self, run_id: str) -> PrivacyLevel | None:
         level = self._levels.get(run_id)

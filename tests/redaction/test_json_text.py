@@ -69,12 +69,12 @@ def test_json_text_through_the_privacy_filter_at_redacted() -> None:
     assert "[REDACTED:openai-key]" in record["tool_result"]
 
 
-def test_text_that_holds_the_marks_is_still_masked_as_before() -> None:
-    """The swap is skipped when the text already holds one of its noncharacters (it could not
-    be undone exactly): what masked before still masks, and those characters are kept."""
+def test_text_that_holds_unicode_noncharacters_is_masked_as_any_other() -> None:
+    """Noncharacters (U+FDD0 …) are data: the redactor reads escapes through a decoded view
+    (ADR 0034), not by swapping characters in the text, so no character is reserved."""
     key = "sk-proj-x9Yx9Yx9Yx9Yx9Yx9Yx9Yx9Yx9Yx9Ymarks"
-    out = redact_text(f"\ufdd0 {key} \\n done")
-    assert key not in out and out.startswith("\ufdd0 ") and out.endswith(" \\n done")
+    out = redact_text(f'\ufdd0 {key} \\n\ufdd3\\" done')
+    assert key not in out and out.startswith("\ufdd0 ") and out.endswith(' \\n\ufdd3\\" done')
 
 
 # Runs of escapes, each right before a shape's start: every escape is now a place a match may
