@@ -14,12 +14,14 @@ certificates of a PEM file (``ca_bundle=``). There is no way to turn verificatio
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from typing import TYPE_CHECKING, Final
 from urllib.parse import SplitResult, urlsplit
 
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
 from nr_llm_core.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -199,6 +201,26 @@ def check_api_key(key: str | None, env_var: str) -> str | None:
     return key
 
 
+#: The largest CA bundle read (certifi's whole bundle is ~300 KB).
+MAX_CA_BUNDLE_BYTES: Final = 16 * 1024 * 1024
+_PEM_CERTIFICATE: Final = b"-----BEGIN CERTIFICATE-----"
+
+
+def _unread(exc: PrivateFileError) -> str:
+    # The end of the message for a bundle that was not read.
+    if exc.reason is Refusal.MISSING or exc.why == os.strerror(errno.ENOTDIR):
+        return "does not exist"
+    if exc.reason is Refusal.NOT_REGULAR:
+        if exc.info is not None and stat.S_ISDIR(exc.info.st_mode):
+            return "is a directory: name the PEM file of CA certificates itself"
+        return "is not a regular file"
+    if exc.reason is Refusal.TOO_BIG:
+        return f"is larger than {MAX_CA_BUNDLE_BYTES} bytes"
+    if exc.why == os.strerror(errno.EACCES):
+        return "cannot be read (permission denied)"
+    return f"cannot be read ({exc.why or exc.reason.value})"
+
+
 def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> str:
     """Load the CA certificates of the PEM file ``path`` into ``context`` and return the path as
     a ``str``, or raise a ``ValueError`` that says what is wrong with it. The path is the
@@ -213,35 +235,29 @@ def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> st
     if not name:
         raise ValueError("the CA bundle path is empty (pass None to trust only the default roots)")
     what = f"the CA bundle {name!r}"
+    # Read once, judged on the opened descriptor (never waiting on a FIFO swapped in after a
+    # look at the path), and handed to OpenSSL as text: it never opens the path itself.
     try:
-        # stat() first: opening a FIFO would block, and a device could be read forever.
-        mode = os.stat(name).st_mode
-        if stat.S_ISDIR(mode):
-            raise ValueError(f"{what} is a directory: name the PEM file of CA certificates itself")
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"{what} is not a regular file")
-        with open(name, "rb") as fh:
-            head = fh.read(1)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ValueError(f"{what} does not exist") from None
-    except PermissionError:
-        raise ValueError(f"{what} cannot be read (permission denied)") from None
-    except OSError as exc:
-        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if not head:
+        data = read_private_file(
+            name, limit=MAX_CA_BUNDLE_BYTES, owner="anyone", forbidden_mode=0, follow_symlinks=True
+        )
+    except PrivateFileError as exc:
+        raise ValueError(f"{what} {_unread(exc)}") from None
+    if not data:
         raise ValueError(f"{what} is empty")
-    try:
-        context.load_verify_locations(cafile=name)
-    except ssl.SSLError as exc:
-        if exc.reason != "NO_CERTIFICATE_OR_CRL_FOUND":
-            raise ValueError(f"{what} holds a PEM certificate that cannot be decoded") from None
-        der = " (it looks like DER: convert it to PEM)" if head == b"\x30" else ""
+    if _PEM_CERTIFICATE not in data:
+        der = " (it looks like DER: convert it to PEM)" if data[:1] == b"\x30" else ""
         raise ValueError(
             f"{what} is not a PEM file of certificates: it holds no "
             f"'-----BEGIN CERTIFICATE-----' block{der}"
-        ) from None
-    except OSError as exc:  # it changed since the checks above
-        raise ValueError(f"{what} cannot be read ({exc.strerror or type(exc).__name__})") from None
+        )
+    # OpenSSL reads only the PEM blocks; the text around them (comments, some not ASCII, as
+    # in certifi's own bundle) is passed with each non-ASCII byte as "?", as cadata must be.
+    text = data.decode("latin-1").encode("ascii", "replace").decode("ascii")
+    try:
+        context.load_verify_locations(cadata=text)
+    except ssl.SSLError:
+        raise ValueError(f"{what} holds a PEM certificate that cannot be decoded") from None
     return name
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import ssl
+import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 
 from nr_llm_core import AnthropicProvider, ChatMessage, OpenAIChatProvider, ToolLoop
 from nr_llm_core.loop import TerminationReason
-from nr_llm_core.providers import _http, _settings
+from nr_llm_core.providers import _http
 from nr_llm_core.providers._adapter import HttpProviderBase
 from nr_llm_core.providers._http import check_ca_bundle, tls_context
 
@@ -312,18 +314,60 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     assert str(info.value) == f"the CA bundle {str(fifo)!r} is not a regular file"
 
 
+def test_a_bundle_swapped_for_a_fifo_after_its_check_is_refused_without_waiting(
+    pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can write the bundle's folder swaps the checked file for a FIFO right after
+    the path is looked at: the bundle must still be refused as not a regular file, without
+    waiting for a writer (the open must not block, and the file is judged on what was opened).
+    Should the read wait, the test opens the FIFO's other end after 30 s to free it, and fails."""
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(pki.internal.cert_pem.bytes())
+    real_stat = os.stat
+
+    def stat_then_swap(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        looked = real_stat(path, *args, **kwargs)
+        if os.fspath(path) == str(bundle) and not stat.S_ISFIFO(looked.st_mode):
+            bundle.unlink()
+            os.mkfifo(bundle)
+        return looked
+
+    monkeypatch.setattr(os, "stat", stat_then_swap)
+    outcome: list[BaseException | str] = []
+
+    def check() -> None:
+        try:
+            outcome.append(check_ca_bundle(bundle))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=check, daemon=True)
+    worker.start()
+    worker.join(30)
+    waited = worker.is_alive()
+    if waited:  # free the blocked open, then fail
+        os.close(os.open(bundle, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(30)
+    assert not waited, "the CA bundle's open waited for a FIFO's writer"
+    assert len(outcome) == 1 and isinstance(outcome[0], ValueError), outcome
+    assert str(outcome[0]) == f"the CA bundle {str(bundle)!r} is not a regular file"
+
+
 def test_an_unreadable_bundle_is_refused(
     pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     locked = tmp_path / "locked.pem"
     locked.write_bytes(pki.internal.cert_pem.bytes())
     locked.chmod(0)
-    if os.geteuid() == 0:  # root reads any file (CI runs as root): the open() is refused here
+    if os.geteuid() == 0:  # root reads any file (CI runs as root): the open is refused here
+        real_open = os.open
 
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise PermissionError(13, "Permission denied")
+        def refused(file: Any, *args: Any, **kwargs: Any) -> int:
+            if os.fspath(file) == str(locked):
+                raise PermissionError(13, "Permission denied")
+            return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(_settings, "open", refused, raising=False)
+        monkeypatch.setattr(os, "open", refused)
     with pytest.raises(ValueError) as info:
         anthropic("https://api.example", ca_bundle=locked)
     assert str(info.value) == f"the CA bundle {str(locked)!r} cannot be read (permission denied)"
