@@ -137,11 +137,6 @@ _CREDENTIAL_NAME: Final = (
 )
 # A quote (JSON's escaped \" is read as one: see nr_llm_core/_decoded_view.py).
 _Q: Final = "\"'"
-# A backslash in a value: two of them read as a pair (JSON's escaped backslash), and one
-# before a quote is not taken (that quote ends the value, and a mask over the backslash alone
-# would leave the quote to end the JSON string early); before anything else it stands alone
-# (a Windows path, "Geheim\\ then").
-_BACKSLASH: Final = rf"\\\\|\\(?![\\{_Q}`])"
 _ASSIGN: Final = rf"[{_Q}]?[ \t]{{0,4}}(?:=>|[:=>])[ \t]{{0,4}}[{_Q}]?"  # = : => and XML's >
 
 #: Every secret shape, applied in this order (more specific shapes first).
@@ -444,8 +439,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         # it ("password=Tr0ub4dor&3" must not leave "&3" behind).
         rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[{_Q}]?"
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})(?P<quote>[{_Q}`])?"
-        rf"(?P<secret>(?:[^\s{_Q}`&#,;<>=\\]|{_BACKSLASH})"
-        rf"(?(query)[^\s{_Q}`&#,;<>]*|(?:[^\s{_Q}`,;<>\\]|{_BACKSLASH})*))",
+        rf"(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*))",
         check.credential,
         source="detect-secrets KeywordDetector (names) with its heuristic filters; gitleaks "
         "generic-api-key and its allowlist; noseyparker np.generic.5",

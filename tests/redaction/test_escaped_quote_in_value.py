@@ -24,17 +24,46 @@ TAIL = "TAILSECRETzq"
 VALUES = [f'hunter2"{TAIL}', f'hunter2\\"{TAIL}', f'a\\\\b"{TAIL}', "abc\\", "abc\\\\"]
 
 
+def _loads(text: str, depth: int) -> object:
+    for _ in range(depth):
+        text = json.loads(text)
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
 @pytest.mark.parametrize("value", VALUES)
-def test_masking_a_value_in_json_text_leaves_json_text(value: str) -> None:
-    """Tries: a password with a quote or a backslash in it, in one JSON document; the stored
-    text must still be JSON, the same document but for the password, whose start is masked."""
+def test_masking_a_value_in_json_text_leaves_json_text(value: str, depth: int) -> None:
+    """Tries: a password with a quote or a backslash in it, in one JSON document, quoted as a
+    JSON string 0-2 times more; the stored text must still be JSON at every depth, the same
+    document but for the password, whose start is masked."""
     text = json.dumps({"password": value, "user": "bob"})
-    out = redact_text(text)
-    stored = json.loads(out)
+    for _ in range(depth):
+        text = json.dumps(text)
+    stored = _loads(redact_text(text), depth)
+    assert isinstance(stored, dict)
     assert stored["user"] == "bob"
     assert set(stored) == {"password", "user"}
     assert stored["password"].startswith("[REDACTED:credential-value]")
-    assert "hunter2" not in out
+    assert "hunter2" not in json.dumps(stored)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize(
+    "value",
+    ['Zq8s3cretV\\"y', "a=token=Zq8s3cretV\\", 'https://e.example/?a=1&token=Zq8s3cretV%5C\\"y'],
+)
+def test_masking_a_value_before_an_escaped_quote_leaves_json_text(value: str, depth: int) -> None:
+    """Tries: a credential (``token=``, also in a query after ``&``) inside a string value,
+    right before a backslash run that escapes a quote one level or more down; the mask must
+    take that run whole or leave it whole."""
+    document = {"k": f"see token={value} end", "z": "keep"}
+    text = json.dumps(document)
+    for _ in range(depth):
+        text = json.dumps(text)
+    stored = _loads(redact_text(text), depth)
+    assert isinstance(stored, dict)
+    assert stored["z"] == "keep"
+    assert "[REDACTED:credential-value]" in stored["k"]
 
 
 @pytest.mark.xfail(
