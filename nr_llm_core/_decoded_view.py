@@ -10,7 +10,8 @@ URL-encoded query, HTML-escaped JSON. :class:`DecodedView` is such text with its
 - a run of backslashes before ``n``, ``r`` or ``t``: a line feed, carriage return or tab;
 - a run of backslashes before ``u`` and four hex digits: that character (surrogates stay);
 - ``%`` and the two hex digits of a printable ASCII character (URL encoding);
-- ``&quot;``, ``&apos;``, ``&amp;``, ``&lt;``, ``&gt;`` and numeric references (HTML).
+- ``&quot;``, ``&apos;``, ``&amp;``, ``&lt;``, ``&gt;`` and numeric references (HTML; any
+  number of leading zeros).
 
 Decoding repeats on its own result up to :data:`MAX_LAYERS` times (``%2522`` → ``%22`` →
 ``"``). Each character of the view knows the span of the source it stands for.
@@ -38,7 +39,9 @@ MAX_LAYERS: Final = 3
 _ESCAPE: Final = re.compile(
     r"(?<!\\)\\++(?:(?P<char>[\"'/])|(?P<control>[nrt])|u(?P<code>[0-9A-Fa-f]{4}))"
     r"|%(?P<percent>[0-9A-Fa-f]{2})"
-    r"|&(?:(?P<named>quot|apos|amp|lt|gt)|#(?P<decimal>[0-9]{1,7})|#[xX](?P<hex>[0-9A-Fa-f]{1,6}));"
+    # Leading zeros are read as HTML reads them (any number), possessively: one scan.
+    r"|&(?:(?P<named>quot|apos|amp|lt|gt)|#0*+(?P<decimal>[0-9]{1,7})"
+    r"|#[xX]0*+(?P<hex>[0-9A-Fa-f]{1,6}));"
 )
 _CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t"}
 _NAMED: Final = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}

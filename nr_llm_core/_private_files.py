@@ -86,6 +86,8 @@ def open_regular(
         before = os.stat(path) if follow_symlinks else os.lstat(path)
     except OSError as exc:
         raise _refusal(exc, follow_symlinks=follow_symlinks) from None
+    except ValueError:  # a NUL byte in the path: no file has that name
+        raise PrivateFileError(Refusal.UNREADABLE, why="a NUL byte in the path") from None
     if stat.S_ISLNK(before.st_mode):
         raise PrivateFileError(Refusal.SYMLINK, before)
     if not stat.S_ISREG(before.st_mode):

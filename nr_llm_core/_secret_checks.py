@@ -214,7 +214,15 @@ def credential(m: re.Match[str]) -> str:
         return m.group()  # "signature: sha256": a signature is a MAC, never that short
     if not quoted and (_is_word(core) or _is_code_reference(core) or _SMALL_NUMBER.fullmatch(core)):
         return m.group()
-    return keep_prefix("credential-value")(m)
+    masked = keep_prefix("credential-value")(m)
+    if m.string.startswith(('"', "'"), m.end()):
+        # A run of backslashes right before the closing quote escapes that quote at some depth
+        # of JSON nesting (\" in JSON text, \\\" a string deeper): it stays as written,
+        # or the mask would leave the quote escaping nothing, or ending a string early, and
+        # the text would no longer be JSON.
+        run = len(value) - len(value.rstrip("\\"))
+        masked += value[len(value) - run :]
+    return masked
 
 
 def _followed_by_call(m: re.Match[str]) -> bool:

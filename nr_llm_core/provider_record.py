@@ -12,6 +12,7 @@ key is a secret, a base URL may carry one, and the zone is already applied to ev
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final, final
 
 import attrs
@@ -20,7 +21,7 @@ from nr_llm_core.errors import ProviderChangedError
 
 __all__ = ["MAX_RECORDED_CHARS", "ProviderRecord", "check_same_provider", "provider_record"]
 
-#: A recorded kind or model is cut here, as the run's meta cuts the model.
+#: A recorded kind or model is cut to this many characters (its end then names its hash).
 MAX_RECORDED_CHARS: Final = 200
 
 
@@ -51,15 +52,31 @@ def _read_attribute(provider: object, name: str) -> Any:
 def provider_record(provider: object) -> ProviderRecord:
     """The record of ``provider``: its ``provider_kind`` when it declares one as a ``str`` (a
     wrapper that stands for the adapter it wraps), else its class name; its ``model`` when
-    that is a ``str``. Both are cut at :data:`MAX_RECORDED_CHARS`."""
+    that is a ``str``. Both are cut to :data:`MAX_RECORDED_CHARS`, a longer one ending in
+    ``…`` and 16 hex digits of its SHA-256 (names that differ after the cut stay different).
+    """
     kind = _read_attribute(provider, "provider_kind")
     if type(kind) is not str or not kind:
         kind = type(provider).__name__
     model = _read_attribute(provider, "model")
     return ProviderRecord(
-        kind=kind[:MAX_RECORDED_CHARS],
-        model=model[:MAX_RECORDED_CHARS] if type(model) is str else None,
+        kind=_bounded(kind),
+        model=_bounded(model) if type(model) is str else None,
     )
+
+
+# A cut name ends with this and the start of its SHA-256, so two names that differ only
+# after the cut are still two records (a run never resumes on another model by its length).
+_CUT_MARK: Final = "…"
+_CUT_DIGEST_CHARS: Final = 16
+
+
+def _bounded(name: str) -> str:
+    if len(name) <= MAX_RECORDED_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    keep = MAX_RECORDED_CHARS - len(_CUT_MARK) - _CUT_DIGEST_CHARS
+    return name[:keep] + _CUT_MARK + digest[:_CUT_DIGEST_CHARS]
 
 
 def check_same_provider(
