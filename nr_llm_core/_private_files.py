@@ -57,22 +57,30 @@ class PrivateFileError(NrLlmError):
     """A trusted file was refused. ``reason`` is the :class:`Refusal`; ``info`` the status
     that decided it (from ``fstat`` on the descriptor, or from the ``stat`` before the open for
     what was never opened), else ``None``; ``why`` the system's words for ``UNREADABLE`` and
-    ``MISSING``. The message is the reason alone: never the path's bytes or the file's."""
+    ``MISSING``, and ``errno`` the system's error number where there was one. The message is
+    the reason alone: never the path's bytes or the file's."""
 
-    def __init__(self, reason: Refusal, info: os.stat_result | None = None, why: str = "") -> None:
+    def __init__(
+        self,
+        reason: Refusal,
+        info: os.stat_result | None = None,
+        why: str = "",
+        errno: int | None = None,
+    ) -> None:
         super().__init__(reason.value)
         self.reason = reason
         self.info = info
         self.why = why
+        self.errno = errno
 
 
 def _refusal(exc: OSError, *, follow_symlinks: bool) -> PrivateFileError:
     why = exc.strerror or type(exc).__name__
     if exc.errno == errno.ENOENT:
-        return PrivateFileError(Refusal.MISSING, why=why)
+        return PrivateFileError(Refusal.MISSING, why=why, errno=exc.errno)
     if exc.errno == errno.ELOOP and not follow_symlinks:  # O_NOFOLLOW met a link
-        return PrivateFileError(Refusal.SYMLINK, why=why)
-    return PrivateFileError(Refusal.UNREADABLE, why=why)
+        return PrivateFileError(Refusal.SYMLINK, why=why, errno=exc.errno)
+    return PrivateFileError(Refusal.UNREADABLE, why=why, errno=exc.errno)
 
 
 def open_regular(

@@ -208,7 +208,7 @@ _PEM_CERTIFICATE: Final = b"-----BEGIN CERTIFICATE-----"
 
 def _unread(exc: PrivateFileError) -> str:
     # The end of the message for a bundle that was not read.
-    if exc.reason is Refusal.MISSING or exc.why == os.strerror(errno.ENOTDIR):
+    if exc.reason is Refusal.MISSING or exc.errno == errno.ENOTDIR:
         return "does not exist"
     if exc.reason is Refusal.NOT_REGULAR:
         if exc.info is not None and stat.S_ISDIR(exc.info.st_mode):
@@ -216,7 +216,7 @@ def _unread(exc: PrivateFileError) -> str:
         return "is not a regular file"
     if exc.reason is Refusal.TOO_BIG:
         return f"is larger than {MAX_CA_BUNDLE_BYTES} bytes"
-    if exc.why == os.strerror(errno.EACCES):
+    if exc.errno in (errno.EACCES, errno.EPERM):
         return "cannot be read (permission denied)"
     return f"cannot be read ({exc.why or exc.reason.value})"
 
