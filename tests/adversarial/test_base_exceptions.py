@@ -111,9 +111,13 @@ def test_the_users_ctrl_c_propagates_from_a_call_in_the_main_thread() -> None:
 
 
 class InterruptsMain:
-    """Sends SIGINT to the main thread while the main thread waits for this call (in the
-    timeout thread), then waits to be let go."""
+    """Presses Ctrl-C (a real SIGINT to the main thread) while the main thread waits for this
+    call in the timeout thread, until the main thread has received it, then waits to be let
+    go. (One signal is not enough: one that arrives after the main thread's last check and
+    before its lock wait begins is handled only when the wait ends, a race of CPython's.)"""
 
+    received = threading.Event()
+    stopped = threading.Event()
     release = threading.Event()
 
     @hookimpl
@@ -122,22 +126,37 @@ class InterruptsMain:
 
     @hookimpl
     def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        try:
+            while not self.received.wait(0.05):
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        finally:
+            self.stopped.set()
         self.release.wait(60)
         return ToolResult.text("late")
 
 
 def test_the_users_ctrl_c_while_waiting_for_a_timed_call_propagates() -> None:
     """Ctrl-C while the main thread waits for a call in the timeout thread interrupts the
-    wait: it is the user's. Python's own SIGINT handler is installed for the test (a suite
-    started with ``nohup … &`` inherits SIGINT ignored, and then no Ctrl-C can arrive)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    wait: it is the user's. The handler is Python's own (``default_int_handler`` raises
+    ``KeyboardInterrupt``) for the first SIGINT and ignores the ones the tool sent after it;
+    it is installed by the test (a suite started with ``nohup … &`` inherits SIGINT ignored,
+    and then no Ctrl-C can arrive)."""
+
+    def first_only(signum: int, frame: Any) -> None:
+        if not InterruptsMain.received.is_set():
+            InterruptsMain.received.set()
+            signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, first_only)
     host = ToolHost()
     host.register(InterruptsMain())
     try:
         with pytest.raises(KeyboardInterrupt):
             host.invoke("interrupts_main", {}, timeout=60)
+        assert InterruptsMain.received.is_set()
     finally:
+        InterruptsMain.received.set()
+        InterruptsMain.stopped.wait(10)  # no SIGINT is sent after this
         InterruptsMain.release.set()
         signal.signal(signal.SIGINT, previous)
 

@@ -133,8 +133,9 @@ COMMANDS = [
 
 @pytest.mark.parametrize(("command", "named"), COMMANDS, ids=[c[1] for c in COMMANDS])
 def test_before_the_command_the_option_is_refused_with_where_it_goes(
-    tmp_path: Path, command: list[str], named: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], named: str
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # ``run`` calls the records tools: they build ./.nr-llm/demo.db
     path = config_file(tmp_path, "[tools]\ntimeout = 5\n")
     out = invoke("--config", str(path), *command)
     assert out.exit_code == 2, out.output
