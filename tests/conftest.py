@@ -118,11 +118,33 @@ def _checkout_files() -> set[str]:
 _WATCHED: Final = (CHECKOUT / ".nr-llm", CHECKOUT / "build")
 
 
+def _watched_state() -> dict[str, tuple[int, int]]:
+    """Each file under the watched paths, by path: its size and modification time. A file
+    that is new, gone or changed shows, so a ``.nr-llm/`` an earlier run left behind (a
+    developer's checkout, a reused CI worktree) cannot hide a test that writes into it."""
+    state: dict[str, tuple[int, int]] = {}
+    for top in _WATCHED:
+        for root, _dirs, files in os.walk(top):
+            for name in files:
+                path = os.path.join(root, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                state[os.path.relpath(path, CHECKOUT)] = (info.st_size, info.st_mtime_ns)
+        if top.exists():
+            state.setdefault(top.name, (0, 0))
+    return state
+
+
 @pytest.fixture(autouse=True)
 def _writes_nothing_into_the_checkout() -> Iterator[None]:
-    absent = [path for path in _WATCHED if not path.exists()]
+    before = _watched_state()
     yield
-    written = [path.name for path in absent if path.exists()]
+    after = _watched_state()
+    written = sorted(
+        path for path in after.keys() | before.keys() if after.get(path) != before.get(path)
+    )
     if written:
         pytest.fail(
             f"this test wrote {', '.join(written)} into the checkout (run commands in tmp_path)",
