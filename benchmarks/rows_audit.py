@@ -100,6 +100,7 @@ def _one_level(
             raise SystemExit("record_step failed")
 
     next_prepared = itertools.cycle(steps).__next__
+    floor_store, floored = _floor(tmp, steps, filter_, level)
 
     def prepared() -> None:
         # What any store must do first (filter and encode the step), then the bare INSERT:
@@ -121,7 +122,9 @@ def _one_level(
 
     try:
         best = interleaved(
-            {"bare": bare, "record": recorded, "prepared": prepared}, number=number, rounds=rounds
+            {"bare": bare, "record": recorded, "prepared": prepared, "floor": floored},
+            number=number,
+            rounds=rounds,
         )
         stored = store.steps(run)
         # The same bytes: what record_step stored is what the baseline inserts.
@@ -129,6 +132,7 @@ def _one_level(
         assert [s["payload"] for s in stored[:shown]] == [p[3] for p in payloads[:shown]]
     finally:
         store.close()
+        floor_store.close()
         conn.close()
     return {
         "row": f"record_step_{level.value}",
@@ -137,5 +141,43 @@ def _one_level(
         "ratio": best["record"] / best["bare"],
         "payload_bytes": len(payloads[0][3].encode()),
         "note": f"against filter + encode + the bare INSERT: "
-        f"{best['record'] / best['prepared']:.2f}x ({best['prepared'] * 1e6:.1f} us)",
+        f"{best['record'] / best['prepared']:.2f}x ({best['prepared'] * 1e6:.1f} us); "
+        f"the floor, record_step with its filter and encoder taking no time: "
+        f"{best['floor'] / best['bare']:.2f}x",
     }
+
+
+def _floor(
+    tmp: Path, steps: list[RunStep], filter_: RunStepPrivacyFilter, level: PrivacyLevel
+) -> tuple[AgentRunPersister, Any]:
+    """``record_step`` with its filter and encoder replaced by lookups of their results for
+    these steps: what it costs when filtering and encoding take no time (its bookkeeping,
+    the open-run check, the clock, the INSERT). No target: it shows what a faster filter or
+    encoder could at best reach (ADR 0027)."""
+    import nr_llm_core.audit as audit
+
+    records = {id(step): filter_.record(step) for step in steps}
+    texts = {id(record): encode_json_str(record) for record in records.values()}
+
+    class Recorded:
+        def record(self, step: RunStep) -> dict[str, Any]:
+            return records[id(step)]
+
+    def looked_up(record: dict[str, Any]) -> str:
+        return texts[id(record)]
+
+    store = AgentRunPersister(tmp / "floor.db", privacy=level)
+    store._filters = {level: Recorded()}  # type: ignore[dict-item]
+    run = store.begin()
+    next_step = itertools.cycle(steps).__next__
+    encoder = audit.encode_json_str
+
+    def floored() -> None:
+        audit.encode_json_str = looked_up
+        try:
+            if not store.record_step(run, next_step()):
+                raise SystemExit("record_step failed")
+        finally:
+            audit.encode_json_str = encoder
+
+    return store, floored
