@@ -79,29 +79,35 @@ to :data:`SCHEMA` the same way.
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
-import re
 import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
 import attrs
 
-from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
-from nr_llm_core._tool_env_setting import NO_TOOL_ENV, tool_env_from_file
-from nr_llm_core.errors import ConfigurationError
-from nr_llm_core.host import (
-    ENV_BLOCK_TOOLS,
-    ENV_DISABLE_GROUPS,
-    ENV_DISABLE_TOOLS,
-    ENV_ENABLE_TOOLS,
+from nr_llm_core._config_mcp import MCP_SERVERS, McpServerSettings, mcp_section
+from nr_llm_core._config_schema import (
+    CONFIG_ENV_VAR,
+    DEFAULT_BASE_URLS,
+    DEFAULT_MODELS,
+    DEFAULT_SOURCE,
+    DEFAULT_TOOL_TIMEOUT,
+    KEYS,
+    PROVIDER_NAMES,
+    SCHEMA,
+    SECTIONS,
+    TOOL_TIMEOUT_ENV_VAR,
+    Key,
+    Setting,
+    Source,
 )
-from nr_llm_core.isolation.policy import ENV_ISOLATE, IsolationPolicy
-from nr_llm_core.providers.base import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, TrustZone
+from nr_llm_core._config_values import flag_names, from_file, merge, number, suggest
+from nr_llm_core._private_files import PrivateFileError, Refusal, read_private_file
+from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.isolation.policy import IsolationPolicy
 
 __all__ = [
     "CONFIG_ENV_VAR",
@@ -122,246 +128,9 @@ __all__ = [
     "user_config_path",
 ]
 
-#: The configuration file to read instead of the user's.
-CONFIG_ENV_VAR: Final = "NR_LLM_CONFIG"
-#: Seconds an in-process tool call may take (``0``: no limit); between the flag and the file.
-TOOL_TIMEOUT_ENV_VAR: Final = "NR_LLM_TOOL_TIMEOUT"
-#: The per-call limit of every tool call when nothing else says one.
-DEFAULT_TOOL_TIMEOUT: Final = 30.0
 _FILE_NAME: Final = "config.toml"
 # A configuration file is a few hundred bytes; a huge one is a mistake (or not a config file).
 _MAX_FILE_BYTES: Final = 1 << 20
-
-Kind = Literal[
-    "names",
-    "flag",
-    "seconds",
-    "seconds_or_off",
-    "limit",
-    "choice",
-    "text",
-    "url",
-    "tokens",
-    "store",
-    "tool_env",
-]
-
-
-@final
-@attrs.frozen
-class Key:
-    """One setting: its section and name in the file, its type, default, flag and variable.
-
-    ``in_file=False`` for a setting only the command line and the environment give;
-    ``choices`` are the values a ``choice`` may take. A ``url`` is shown only as
-    ``scheme://host[:port]/path`` (it may hold credentials or a key in its query).
-    """
-
-    section: str
-    name: str
-    kind: Kind
-    default: Any
-    help: str
-    flag: str | None = None
-    env: str | None = None
-    in_file: bool = True
-    choices: tuple[str, ...] = ()
-
-    @property
-    def dotted(self) -> str:
-        """``section.name``."""
-        return f"{self.section}.{self.name}"
-
-
-# -- The model providers: [providers] and one table per provider (ADR 0022). ------------------
-
-#: The providers the command line can build, the default first.
-PROVIDER_NAMES: Final = ("scripted", "openai", "anthropic")
-#: The model of each HTTP provider when nothing names one.
-DEFAULT_MODELS: Final = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-sonnet-latest"}
-#: The API root of each HTTP provider when nothing names one: the vendor's own.
-DEFAULT_BASE_URLS: Final = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-}
-_ZONES: Final = tuple(zone.value for zone in TrustZone)
-
-
-def _http_provider_keys(name: str, base_url_env: str | None) -> tuple[Key, ...]:
-    section = f"providers.{name}"
-    return (
-        Key(section, "model", "text", DEFAULT_MODELS[name], "the model", flag="--model"),
-        Key(
-            section,
-            "base_url",
-            "url",
-            DEFAULT_BASE_URLS[name],
-            "the API root requests go to",
-            flag="--base-url",
-            env=base_url_env,
-        ),
-        Key(
-            section,
-            "trust_zone",
-            "choice",
-            TrustZone.EXTERNAL.value,
-            "where the provider runs: limits the tools offered",
-            flag="--trust-zone",
-            choices=_ZONES,
-        ),
-        Key(
-            section,
-            "max_tokens",
-            "tokens",
-            DEFAULT_MAX_TOKENS,
-            "the most tokens one answer may have",
-            flag="--max-tokens",
-        ),
-        Key(
-            section,
-            "timeout",
-            "seconds",
-            DEFAULT_TIMEOUT,
-            "seconds one request may take",
-            flag="--timeout",
-        ),
-    )
-
-
-_PROVIDER_KEYS: Final[tuple[Key, ...]] = (
-    Key(
-        "providers",
-        "default",
-        "choice",
-        PROVIDER_NAMES[0],
-        "the provider commands use without --provider",
-        flag="--provider",
-        choices=PROVIDER_NAMES,
-    ),
-    Key(
-        "providers.scripted",
-        "trust_zone",
-        "choice",
-        TrustZone.LOCAL.value,
-        "the scripted provider's zone",
-        flag="--trust-zone",
-        choices=_ZONES,
-    ),
-    *_http_provider_keys("openai", "OPENAI_BASE_URL"),
-    *_http_provider_keys("anthropic", None),
-)
-
-
-#: Every setting nr-llm reads, in the order ``nr-llm config show`` lists them.
-SCHEMA: Final[tuple[Key, ...]] = (
-    Key("isolation", "tools", "names", frozenset(), "tool names that run in a worker process"),
-    Key(
-        "isolation",
-        "distributions",
-        "names",
-        frozenset(),
-        "distributions whose tools run in a worker process",
-    ),
-    Key("isolation", "everything", "flag", False, "every entry point runs in a worker process"),
-    Key(
-        "isolation",
-        "names",
-        "names",
-        frozenset(),
-        "tool or distribution names to isolate ('*': all)",
-        flag="--isolate",
-        env=ENV_ISOLATE,
-        in_file=False,
-    ),
-    Key(
-        "isolation",
-        "timeout",
-        "seconds",
-        None,
-        "seconds an isolated call may take (default: tools.timeout, else 30)",
-    ),
-    Key("isolation", "memory_mb", "limit", 1024, "a worker's address-space limit in MiB (0: none)"),
-    Key("isolation", "cpu_seconds", "limit", 60, "a worker's CPU seconds per call (0: none)"),
-    # Variable names only: their values stay in the environment (nr_llm_core._tool_env_setting).
-    Key(
-        "isolation",
-        "tool_env",
-        "tool_env",
-        NO_TOOL_ENV,
-        "variables only one isolated tool's worker sees, by tool name",
-    ),
-    Key(
-        "tools",
-        "timeout",
-        "seconds_or_off",
-        DEFAULT_TOOL_TIMEOUT,
-        "seconds an in-process tool call may take (0: no limit)",
-        flag="--tool-timeout",
-        env=TOOL_TIMEOUT_ENV_VAR,
-    ),
-    Key(
-        "tools",
-        "block",
-        "names",
-        frozenset(),
-        "tools never loaded",
-        flag="--block",
-        env=ENV_BLOCK_TOOLS,
-    ),
-    Key("tools", "enable", "names", frozenset(), "tools enabled", env=ENV_ENABLE_TOOLS),
-    Key("tools", "disable", "names", frozenset(), "tools disabled", env=ENV_DISABLE_TOOLS),
-    Key(
-        "tools",
-        "disable_groups",
-        "names",
-        frozenset(),
-        "tool groups disabled",
-        env=ENV_DISABLE_GROUPS,
-    ),
-    *_PROVIDER_KEYS,
-    # A URL may hold a password: it is shown masked (nr_llm_core.stores.masked), never as is.
-    Key(
-        "store",
-        "db",
-        "store",
-        None,
-        "the audit store: a SQLite file or a postgresql+psycopg:// URL "
-        "(default: ./.nr-llm/audit.db)",
-        flag="--db",
-        env="NR_LLM_DB",
-    ),
-)
-_KEYS: Final = {key.dotted: key for key in SCHEMA}
-_SECTIONS: Final = {
-    section: {k.name: k for k in SCHEMA if k.section == section and k.in_file}
-    for section in dict.fromkeys(k.section for k in SCHEMA)
-}
-
-
-@final
-@attrs.frozen
-class Source:
-    """Where a value came from: a ``flag`` (its name), an ``env`` variable (its name), a
-    ``file`` (its path), or the ``default``."""
-
-    kind: Literal["flag", "env", "file", "default"]
-    name: str
-
-    def __str__(self) -> str:
-        return "default" if self.kind == "default" else f"{self.kind} {self.name}"
-
-
-@final
-@attrs.frozen
-class Setting:
-    """One setting's effective value and every source that contributed to it."""
-
-    key: str
-    value: Any
-    sources: tuple[Source, ...]
-
-
-_DEFAULT: Final = Source("default", "default")
 
 
 @final
@@ -470,7 +239,7 @@ class Config:
                     f"{flag} is for the openai and anthropic providers, not {name} "
                     "(it plays a fixed script)"
                 )
-            key = _KEYS[setting.key]
+            key = KEYS[setting.key]
             assert key.flag is not None
             settings[short] = Setting(setting.key, value, (Source("flag", key.flag),))
         return ProviderSettings(name=name, chosen_by=chosen_by, settings=settings)
@@ -509,17 +278,17 @@ def load_config(
     file, file_source = _choose_file(path, env)
     raw = {} if file is None else _check_file(file, _read_toml(file))
     flags: dict[str, Any] = {}
-    if isolate := _flag_names(isolate, "--isolate"):
+    if isolate := flag_names(isolate, "--isolate"):
         flags["isolation.names"] = isolate
-    if block := _flag_names(block, "--block"):
+    if block := flag_names(block, "--block"):
         flags["tools.block"] = block
     if tool_timeout is not None:
-        flags["tools.timeout"] = _number(tool_timeout, "--tool-timeout", allow_zero=True)
+        flags["tools.timeout"] = number(tool_timeout, "--tool-timeout", allow_zero=True)
     settings = {
-        key.dotted: _merge(key, flags.get(key.dotted), env, raw.get(key.dotted), file)
+        key.dotted: merge(key, flags.get(key.dotted), env, raw.get(key.dotted), file)
         for key in SCHEMA
     }
-    servers = raw.get(_MCP_SERVERS, ())
+    servers = raw.get(MCP_SERVERS, ())
     return Config(file=file, file_source=file_source, settings=settings, mcp_servers=servers)
 
 
@@ -540,7 +309,7 @@ def _choose_file(
     default = user_config_path()
     # The user's file is optional; one named by the flag or the variable must exist. Anything
     # there (a FIFO, a directory) is read, and so refused, rather than silently not a file.
-    return (default, _DEFAULT) if default.exists() else (None, None)
+    return (default, DEFAULT_SOURCE) if default.exists() else (None, None)
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
@@ -606,19 +375,19 @@ def _untrusted(file: Path, exc: PrivateFileError) -> str:
 def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     """The file's values by dotted key, each checked; unknown sections and keys refused."""
     out: dict[str, Any] = {}
-    top = [name for name in _SECTIONS if "." not in name]
+    top = [name for name in SECTIONS if "." not in name]
     for section, table in data.items():
         if section == "mcp":
-            out[_MCP_SERVERS] = _mcp_section(file, table)
+            out[MCP_SERVERS] = mcp_section(file, table)
             continue
-        known = _SECTIONS.get(section)
+        known = SECTIONS.get(section)
         if known is None and type(table) is not dict:
             sections = " or ".join(f"[{name}]" for name in top)
             raise ConfigurationError(f"{file}: {section!r} is not in a section ({sections})")
         if known is None:
             # [openai] for [providers.openai]: a table of the right name in the wrong place.
-            nested = [name for name in _SECTIONS if name.endswith(f".{section}")]
-            hint = f" (did you mean [{nested[0]}]?)" if nested else _suggest(section, top)
+            nested = [name for name in SECTIONS if name.endswith(f".{section}")]
+            hint = f" (did you mean [{nested[0]}]?)" if nested else suggest(section, top)
             raise ConfigurationError(f"{file}: unknown section {section!r}{hint}")
         if type(table) is not dict:
             raise ConfigurationError(f"{file}: {section!r} must be a [{section}] table")
@@ -627,9 +396,9 @@ def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[str, Any]) -> None:
-    known = _SECTIONS[section]
+    known = SECTIONS[section]
     # Tables inside this one ([providers.openai] inside [providers]) are sections of their own.
-    inner = {name.rpartition(".")[2]: name for name in _SECTIONS if name.startswith(f"{section}.")}
+    inner = {name.rpartition(".")[2]: name for name in SECTIONS if name.startswith(f"{section}.")}
     for name, value in table.items():
         if name in inner and type(value) is dict:
             _check_section(file, inner[name], value, out)
@@ -643,239 +412,9 @@ def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[st
                 *inner,
                 *(k for k, known_key in known.items() if known_key.kind == "tool_env"),
             ]
-            hint = _suggest(name, tables) or f" (the tables here are {', '.join(tables) or 'none'})"
+            hint = suggest(name, tables) or f" (the tables here are {', '.join(tables) or 'none'})"
             raise ConfigurationError(f"{file}: unknown table [{section}.{name}]{hint}")
         if key is None:
-            hint = _suggest(name, [*known, *inner])
+            hint = suggest(name, [*known, *inner])
             raise ConfigurationError(f"{file}: unknown key {name!r} in [{section}]{hint}")
-        out[key.dotted] = _from_file(key, value, f"{file}: [{section}] {name}")
-
-
-def _suggest(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _from_file(key: Key, value: Any, where: str) -> Any:
-    if key.kind == "names":
-        if type(value) is not list or not all(type(v) is str and v.strip() for v in value):
-            raise ConfigurationError(f"{where} must be a list of names")
-        if "*" in value and key.section == "isolation":
-            raise ConfigurationError(f"{where}: '*' is not a name (use everything = true)")
-        return frozenset(value)
-    if key.kind == "tool_env":
-        return tool_env_from_file(value, where)
-    if key.kind == "flag":
-        if type(value) is not bool:
-            raise ConfigurationError(f"{where} must be true or false")
-        return value
-    if key.kind == "store":
-        if type(value) is not str or not value.strip():
-            raise ConfigurationError(f"{where} must be a file path or a database URL")
-        return value.strip()
-    if key.kind == "limit":
-        if type(value) is not int or value < 0:
-            raise ConfigurationError(f"{where} must be a whole number >= 0 (0: no limit)")
-        return value
-    if key.kind == "tokens":
-        if type(value) is not int or value < 1:
-            raise ConfigurationError(f"{where} must be a whole number >= 1")
-        return value
-    if key.kind == "choice":
-        if type(value) is not str or value not in key.choices:
-            raise ConfigurationError(f"{where} must be one of {', '.join(key.choices)}")
-        return value
-    if key.kind in ("text", "url"):
-        # Checked as a URL when the provider is built; never quoted (it may hold a key).
-        if type(value) is not str or not value.strip() or not value.isprintable():
-            raise ConfigurationError(f"{where} must be a non-empty string on one line")
-        return value.strip()
-    return _number(value, where, allow_zero=key.kind == "seconds_or_off")
-
-
-def _number(value: Any, where: str, *, allow_zero: bool) -> float:
-    ok = type(value) in (int, float) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        limit = "a number of seconds >= 0 (0: no limit)" if allow_zero else "seconds > 0"
-        raise ConfigurationError(f"{where} must be {limit}")
-    return float(value)
-
-
-def _flag_names(values: Iterable[str], flag: str) -> frozenset[str]:
-    names = frozenset(v.strip() for v in values)
-    if "" in names:
-        raise ConfigurationError(f"{flag} needs a name")
-    return names
-
-
-def _env_value(key: Key, raw: str) -> Any:
-    assert key.env is not None
-    if key.kind == "names":
-        return frozenset(part.strip() for part in raw.split(",") if part.strip())
-    if key.kind == "url" or key.kind == "store":  # a URL: checked where it is used
-        return raw
-    try:
-        number = float(raw)
-    except ValueError:
-        number = math.nan
-    return _number(number, key.env, allow_zero=key.kind == "seconds_or_off")
-
-
-def _merge(
-    key: Key, flag: Any, env: Mapping[str, str], from_file: Any, file: Path | None
-) -> Setting:
-    """One setting from its sources: a union for names, else the first that gives a value."""
-    given: list[tuple[Source, Any]] = []
-    if flag is not None:
-        assert key.flag is not None
-        given.append((Source("flag", key.flag), flag))
-    raw_env = env.get(key.env, "").strip() if key.env else ""
-    if raw_env:
-        assert key.env is not None
-        value = _env_value(key, raw_env)
-        if key.kind != "names" or value:
-            given.append((Source("env", key.env), value))
-    if from_file is not None:
-        given.append((Source("file", str(file)), from_file))
-    if not given:
-        return Setting(key.dotted, key.default, (_DEFAULT,))
-    if key.kind == "names":
-        union = frozenset().union(*(value for _, value in given))
-        return Setting(key.dotted, union, tuple(source for source, _ in given))
-    source, value = given[0]
-    return Setting(key.dotted, value, (source,))
-
-
-# -- [mcp.servers.<name>]: MCP servers whose tools the host imports (docs/mcp.md, ADR 0023) --
-
-_MCP_SERVERS: Final = "mcp.servers"
-#: A server's name: the prefix of its tools' names (``<name>__<tool>``).
-_MCP_SERVER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
-_DATA_CLASSES: Final = ("public", "internal", "secret-adjacent")
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_MCP_KEYS: Final = frozenset(
-    {
-        "command",
-        "url",
-        "trust_zone",
-        "data_class",
-        "requires_approval",
-        "isolation",
-        "timeout",
-        "memory_mb",
-        "tools",
-        "env",
-        "env_pass",
-        "token_env",
-        "ca_bundle",
-        "proxy",
-    }
-)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class McpServerSettings:
-    """One ``[mcp.servers.<name>]`` table, checked: a stdio ``command`` or a ``url``, and how
-    far its tools are trusted. ``timeout`` ``None``: the ``[tools]`` timeout applies."""
-
-    name: str
-    command: tuple[str, ...] | None = None
-    url: str | None = None
-    trust_zone: str = "local"
-    data_class: str | None = None
-    requires_approval: bool = False
-    isolation: bool = True
-    timeout: float | None = None
-    memory_mb: int = 4096
-    tools: frozenset[str] | None = None
-    env: Mapping[str, str] = attrs.field(factory=dict)
-    env_pass: frozenset[str] = frozenset()
-    token_env: str | None = None
-    ca_bundle: str | None = None
-    proxy: str | None = None
-
-
-def _mcp_section(file: Path, table: Any) -> tuple[McpServerSettings, ...]:
-    if type(table) is not dict or set(table) - {"servers"}:
-        raise ConfigurationError(f"{file}: [mcp] holds only [mcp.servers.<name>] tables")
-    servers = table.get("servers", {})
-    if type(servers) is not dict:
-        raise ConfigurationError(f"{file}: [mcp.servers] must hold [mcp.servers.<name>] tables")
-    return tuple(_mcp_server(file, name, servers[name]) for name in sorted(servers))
-
-
-def _mcp_server(file: Path, name: str, table: Any) -> McpServerSettings:
-    where = f"{file}: [mcp.servers.{name}]"
-    if not _MCP_SERVER_NAME.fullmatch(name):
-        raise ConfigurationError(
-            f"{file}: an MCP server's name is 1-32 letters, digits and '-' ({name!r} is not)"
-        )
-    if type(table) is not dict:
-        raise ConfigurationError(f"{where} must be a table")
-    for key in table:
-        if key not in _MCP_KEYS:
-            raise ConfigurationError(f"{where}: unknown key {key!r}{_suggest(key, _MCP_KEYS)}")
-    command, url = table.get("command"), table.get("url")
-    if (command is None) == (url is None):
-        raise ConfigurationError(f'{where} needs either command = [...] or url = "..."')
-    if command is not None and (
-        type(command) is not list or not command or not all(type(c) is str and c for c in command)
-    ):
-        raise ConfigurationError(f"{where} command must be a non-empty list of strings")
-    if url is not None and (type(url) is not str or not re.match(r"https?://", url)):
-        # Never quoted: a URL may carry credentials.
-        raise ConfigurationError(f"{where} url must start with http:// or https://")
-    zone = table.get("trust_zone", "local" if command is not None else "external")
-    if zone not in _ZONES:
-        raise ConfigurationError(f"{where} trust_zone must be one of {', '.join(_ZONES)}")
-    data_class = table.get("data_class")
-    if data_class is not None and data_class not in _DATA_CLASSES:
-        raise ConfigurationError(f"{where} data_class must be one of {', '.join(_DATA_CLASSES)}")
-    approval = table.get("requires_approval", zone != "local")
-    for key, value in (
-        ("requires_approval", approval),
-        ("isolation", table.get("isolation", True)),
-    ):
-        if type(value) is not bool:
-            raise ConfigurationError(f"{where} {key} must be true or false")
-    timeout = table.get("timeout")
-    memory = table.get("memory_mb", 4096)
-    if type(memory) is not int or memory < 0:
-        raise ConfigurationError(f"{where} memory_mb must be a whole number >= 0 (0: no limit)")
-    tools = table.get("tools")
-    if tools is not None and (type(tools) is not list or not all(type(t) is str for t in tools)):
-        raise ConfigurationError(f"{where} tools must be a list of tool names")
-    env = table.get("env", {})
-    if type(env) is not dict or not all(
-        _ENV_NAME.fullmatch(k) and type(v) is str for k, v in env.items()
-    ):
-        raise ConfigurationError(f"{where} env must be a table of variable names to strings")
-    env_pass = table.get("env_pass", [])
-    if type(env_pass) is not list or not all(
-        type(n) is str and _ENV_NAME.fullmatch(n) for n in env_pass
-    ):
-        raise ConfigurationError(f"{where} env_pass must be a list of variable names")
-    token_env = table.get("token_env")
-    if token_env is not None and (type(token_env) is not str or not _ENV_NAME.fullmatch(token_env)):
-        raise ConfigurationError(f"{where} token_env must name an environment variable")
-    for key in ("ca_bundle", "proxy"):
-        if key in table and (url is None or type(table[key]) is not str or not table[key]):
-            raise ConfigurationError(f"{where} {key} is a string, for a server with a url")
-    return McpServerSettings(
-        name=name,
-        command=None if command is None else tuple(command),
-        url=url,
-        trust_zone=zone,
-        data_class=data_class,
-        requires_approval=approval,
-        isolation=table.get("isolation", True),
-        timeout=None if timeout is None else _number(timeout, f"{where} timeout", allow_zero=False),
-        memory_mb=memory,
-        tools=None if tools is None else frozenset(tools),
-        env=dict(env),
-        env_pass=frozenset(env_pass),
-        token_env=token_env,
-        ca_bundle=table.get("ca_bundle"),
-        proxy=table.get("proxy"),
-    )
+        out[key.dotted] = from_file(key, value, f"{file}: [{section}] {name}")
