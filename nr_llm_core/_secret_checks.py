@@ -315,7 +315,13 @@ def cookie(m: re.Match[str]) -> str:
     start, end = m.span("secret")
     base = m.start()
     whole = m.group()
-    pairs = whole[start - base : end - base].split(";")
+    values, escapes = whole[start - base : end - base], ""
+    if m.string.startswith(('"', "'"), end):
+        # A run of backslashes right before the quote escapes it at some depth of JSON: it
+        # stays as written (as in credential), or the quote would end the string early.
+        kept = values.rstrip("\\")
+        values, escapes = kept, values[len(kept) :]
+    pairs = values.split(";")
     for i, pair in enumerate(pairs):
         name, eq, value = pair.partition("=")
         if not eq or not value.strip() or not _COOKIE_NAME.fullmatch(name.strip()):
@@ -325,7 +331,7 @@ def cookie(m: re.Match[str]) -> str:
         if value.startswith(MASK_OPEN):
             continue
         pairs[i] = name + eq + _COOKIE_MASK
-    return whole[: start - base] + ";".join(pairs) + whole[end - base :]
+    return whole[: start - base] + ";".join(pairs) + escapes + whole[end - base :]
 
 
 # -- private-key blocks --------------------------------------------------------------------------

@@ -75,3 +75,26 @@ def test_a_quote_inside_a_value_is_masked_with_the_value(depth: int) -> None:
     for _ in range(depth):
         text = json.dumps(text)
     assert TAIL not in redact_text(text)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    "header",
+    [
+        'Cookie: sessionid=38afes7a8"; csrftoken=Wk5c3PL0"',
+        'Set-Cookie: id=a3fWa"tail; Expires=Thu, 21 Oct 2021 07:28:00 GMT',
+        'Cookie: a=b\\"c',
+    ],
+)
+def test_masking_a_cookie_before_an_escaped_quote_leaves_json_text(header: str, depth: int) -> None:
+    """Tries: a cookie value right before a quote, in a string of JSON text quoted 0-2 times
+    more; the cookie shape read the backslash that escapes the quote as part of the value and
+    masked it, so the quote ended the string early. The value is masked, the text is JSON."""
+    text = json.dumps({"k": header, "z": "keep"})
+    for _ in range(depth):
+        text = json.dumps(text)
+    stored = _loads(redact_text(text), depth)
+    assert isinstance(stored, dict)
+    assert stored["z"] == "keep"
+    assert "=[REDACTED:cookie]" in stored["k"]
+    assert "38afes7a8" not in stored["k"] and "a3fWa" not in stored["k"]
