@@ -29,6 +29,7 @@ __all__ = [
     "key_blocks",
     "luhn_valid",
     "mask",
+    "member_is_secret",
     "url_credentials",
 ]
 
@@ -158,9 +159,12 @@ def _is_code_reference(value: str) -> bool:
 
 
 def _is_placeholder(value: str) -> bool:
+    return value.startswith(MASK_OPEN) or _is_template(value)
+
+
+def _is_template(value: str) -> bool:
     return (
-        value.startswith(MASK_OPEN)
-        or value in _LITERALS
+        value in _LITERALS
         or _PLACEHOLDER.fullmatch(value) is not None
         or _PATH.fullmatch(value) is not None
         or (value.startswith("/") and value.count("/") > 1)  # /en/docs/page: a path, not a key
@@ -225,6 +229,35 @@ def credential(m: re.Match[str]) -> str:
     return masked
 
 
+# A value that is one mask and nothing else.
+_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+# A letter or digit anywhere (a value without one is punctuation: "***", "--").
+_ALNUM: Final = re.compile(r"[^\W_]")
+# Fewer digits than this in a number is a count or a flag, not a secret (as _SMALL_NUMBER).
+_NUMBER_DIGITS: Final = 4
+
+
+def member_is_secret(name: str, value: str, *, quoted: bool) -> bool:
+    """Whether ``value``, the whole value of the member ``name`` (a credential name) in JSON
+    text, is a secret to mask whole (ADR 0035): a string unless it is empty or one character,
+    has no letter or digit, is a template, placeholder, path or literal word (``${X}``,
+    ``<your key>``, ``****``, ``null``), one mask already, or a signature shorter than a MAC;
+    a number (``quoted`` false) unless it has fewer than four digits.
+
+    The value is read whole, so its quotes, spaces and punctuation are part of it: what
+    :func:`credential` keeps of a value in free text (a word, a reference in code, its first
+    word) it cannot tell from a secret here.
+    """
+    core = value.strip()
+    if len(core) < 2 or _ALNUM.search(core) is None or _ONE_MASK.fullmatch(core) is not None:
+        return False
+    if not quoted:
+        return sum(map(str.isdigit, core)) >= _NUMBER_DIGITS
+    if _is_template(core):
+        return False
+    return not (name.lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN)
+
+
 def _followed_by_call(m: re.Match[str]) -> bool:
     end = m.end()
     return end < len(m.string) and m.string[end] in "(["
@@ -282,7 +315,13 @@ def cookie(m: re.Match[str]) -> str:
     start, end = m.span("secret")
     base = m.start()
     whole = m.group()
-    pairs = whole[start - base : end - base].split(";")
+    values, escapes = whole[start - base : end - base], ""
+    if m.string.startswith(('"', "'"), end):
+        # A run of backslashes right before the quote escapes it at some depth of JSON: it
+        # stays as written (as in credential), or the quote would end the string early.
+        kept = values.rstrip("\\")
+        values, escapes = kept, values[len(kept) :]
+    pairs = values.split(";")
     for i, pair in enumerate(pairs):
         name, eq, value = pair.partition("=")
         if not eq or not value.strip() or not _COOKIE_NAME.fullmatch(name.strip()):
@@ -292,7 +331,7 @@ def cookie(m: re.Match[str]) -> str:
         if value.startswith(MASK_OPEN):
             continue
         pairs[i] = name + eq + _COOKIE_MASK
-    return whole[: start - base] + ";".join(pairs) + whole[end - base :]
+    return whole[: start - base] + ";".join(pairs) + escapes + whole[end - base :]
 
 
 # -- private-key blocks --------------------------------------------------------------------------

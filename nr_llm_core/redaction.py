@@ -26,6 +26,10 @@ Properties the tests pin:
   escapes, ``\\/``, URL percent-encoding and HTML entities, three layers deep
   (:mod:`nr_llm_core._decoded_view`, ADR 0034). A secret found as read is masked over the
   characters it was written with; every other character keeps its escapes.
+- **JSON text**: where text is JSON (or a JSON string nested in it is), the value of a member
+  under a credential name is masked whole, quotes and escapes and all, and the text stays the
+  same JSON at every depth (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote,
+  escaped or not, ends a value.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ import re
 from typing import Any, Final
 
 from nr_llm_core._decoded_view import DecodedView
-from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask
-from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern
+from nr_llm_core._json_members import mask_members
+from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask, member_is_secret
+from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern, is_credential_name
 
 __all__ = [
     "MAX_REDACTED_CHARS",
@@ -105,7 +110,7 @@ def _mask_view(view: DecodedView) -> bool:
     return changed
 
 
-def _mask_secrets(text: str) -> str:
+def _mask_encoded(text: str) -> str:
     # Stored text is masked as written, then as read: escapes decoded (JSON strings nested to
     # any depth, \u escapes, URL and HTML encoding; nr_llm_core/_decoded_view.py). A secret
     # found in the decoded view is masked over the source characters it came from, and every
@@ -119,6 +124,38 @@ def _mask_secrets(text: str) -> str:
         if view is None or not _mask_view(view):
             break
         out = _mask_to_fixed_point(view.source_with_replacements())
+    return out
+
+
+_MEMBER_MASK: Final = mask("credential-value")
+
+
+def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
+    # A credential name of the catalogue's shape or of the structured-value walk, whose value
+    # is one (nr_llm_core/_secret_checks.py: member_is_secret).
+    credential_name = is_credential_name(name) or is_sensitive_key(name)
+    return credential_name and member_is_secret(name, value, quoted=quoted)
+
+
+def _mask_json_members(text: str) -> str:
+    return mask_members(text, _is_secret_member, _MEMBER_MASK)
+
+
+def _mask_secrets(text: str) -> str:
+    # JSON text first: the whole value of a member under a credential name is masked where
+    # JSON reads it, quotes inside it and all (ADR 0035); the catalogue, which must take an
+    # escaped quote for the end of a value, then runs over the rest as over any text. Masking
+    # JSON members again after the catalogue changes nothing, but where the catalogue changed a
+    # value that was kept (a path with a key in it): that round goes again, to a fixed point.
+    members = _mask_json_members(text)
+    out = _mask_encoded(members)
+    for _ in range(_MAX_PASSES):
+        if out == members:
+            break
+        members = _mask_json_members(out)
+        if members == out:
+            break
+        out = _mask_encoded(members)
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Final, final
 
 from nr_llm_core import _secret_checks as check
 
-__all__ = ["SECRET_PATTERNS", "Region", "SecretPattern"]
+__all__ = ["SECRET_PATTERNS", "Region", "SecretPattern", "is_credential_name"]
 
 
 #: A change a shape makes to a text: ``(start, end, replacement)``.
@@ -135,6 +135,15 @@ _CREDENTIAL_NAME: Final = (
     r"|(?:api|secret|private|access|account|auth|client|service|master|signing|encryption)"
     r"[_.-]?key)))"
 )
+_WHOLE_CREDENTIAL_NAME: Final = re.compile(_CREDENTIAL_NAME)
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether ``name`` is one the ``credential-value`` shape reads a value under (``password``,
+    ``PGPASSWORD``, ``db_password``, ``X-Api-Key``, ``client_secret``, ``sig`` …), whole."""
+    return _WHOLE_CREDENTIAL_NAME.fullmatch(name) is not None
+
+
 # A quote (JSON's escaped \" is read as one: see nr_llm_core/_decoded_view.py).
 _Q: Final = "\"'"
 _ASSIGN: Final = rf"[{_Q}]?[ \t]{{0,4}}(?:=>|[:=>])[ \t]{{0,4}}[{_Q}]?"  # = : => and XML's >

@@ -41,7 +41,9 @@ STDLIB_MODULES: Final = (
     "uuid.py",
 )  # fmt: skip
 # The catalogue's own files: their examples are secrets on purpose.
-CATALOGUE_FILES: Final = frozenset({"redaction.py", "secret_shapes.py", "_secret_checks.py"})
+CATALOGUE_FILES: Final = frozenset(
+    {"redaction.py", "secret_shapes.py", "_secret_checks.py", "_json_members.py"}
+)
 _KINDS: Final = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from nr_llm_core import _json_members as json_members
 from nr_llm_core import _secret_checks as check
 from nr_llm_core.redaction import SECRET_PATTERNS
 
@@ -32,7 +33,20 @@ from nr_llm_core.redaction import SECRET_PATTERNS
 REGEXES = [pytest.param(s.regex, id=f"{i:02d}-{s.kind}") for i, s in enumerate(SECRET_PATTERNS)]
 REGEXES += [
     pytest.param(getattr(check, name), id=name)
-    for name in ("_KEY_END", "_PLACEHOLDER", "_PATH", "_SMALL_NUMBER", "_COOKIE_NAME")
+    for name in (
+        "_KEY_END",
+        "_PLACEHOLDER",
+        "_PATH",
+        "_SMALL_NUMBER",
+        "_COOKIE_NAME",
+        "_ONE_MASK",
+        "_ALNUM",
+    )
+]
+# The reader of JSON text (ADR 0035): its tokens, escapes and the search for a closing quote.
+REGEXES += [
+    pytest.param(getattr(json_members, name), id=name)
+    for name in ("_TOKEN", "_STARTS_AS_JSON", "_STRING_ESCAPE", "_CLOSING_QUOTE")
 ]
 
 ROOT = Path(__file__).resolve().parents[2]

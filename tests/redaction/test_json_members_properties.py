@@ -1,0 +1,91 @@
+"""The reader of JSON text (``nr_llm_core/_json_members.py``, ADR 0035) on generated documents.
+
+Documents of nested objects and arrays, with names drawn from credential names and from
+anything, and string values holding quotes, backslashes, control characters, astral
+characters and lone surrogates, are written by ``json.dumps`` (ASCII-only or not) and quoted
+as a JSON string 0-3 times more. The reader must return exactly the text ``json.dumps`` writes
+for the same document with each chosen value replaced by the mask, quoted the same way: the
+same JSON at every depth, every other character as written, and the way back from a nested
+string's content to the characters it was written with exact for every character.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nr_llm_core._json_members import mask_members
+from nr_llm_core.redaction import _is_secret_member
+
+MASK = "[REDACTED:credential-value]"
+
+_NAMES = st.sampled_from(
+    ["password", "pass\u0077ord", "api_key", "X-Api-Key", "token", "max_tokens", "sig", "note"]
+)
+# Any character, surrogates included; a value starts with a letter so that it is never JSON
+# text itself (which the reader would read one level down: tests/redaction/test_json_members.py).
+_CHARS = st.characters(codec=None, exclude_categories=())
+_STRINGS = st.builds(lambda s: "v" + s, st.text(_CHARS, max_size=12))
+_SCALARS = st.one_of(
+    _STRINGS,
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.booleans(),
+    st.none(),
+)
+_DOCUMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(_NAMES, st.text(_CHARS, max_size=8)), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _masked(value: object) -> object:
+    """``value`` with each member's value that the redactor's judge chooses as the mask."""
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for name, item in value.items():
+            scalar = isinstance(item, str) or (isinstance(item, int) and type(item) is not bool)
+            if scalar and _is_secret_member(name, str(item), isinstance(item, str)):
+                out[name] = MASK
+            else:
+                out[name] = _masked(item)
+        return out
+    return value
+
+
+@given(_DOCUMENTS, st.booleans(), st.integers(min_value=0, max_value=3))
+def test_the_masked_text_is_the_same_json_with_the_mask_where_each_value_was(
+    document: object, ascii_only: bool, depth: int
+) -> None:
+    def write(value: object) -> str:
+        text = json.dumps(value, ensure_ascii=ascii_only)
+        for _ in range(depth):
+            text = json.dumps(text, ensure_ascii=ascii_only)
+        return text
+
+    assert mask_members(write(document), _is_secret_member, MASK) == write(_masked(document))
+
+
+# JSON's punctuation, escapes and a credential name's letters, often: almost-JSON text.
+_ALMOST_JSON = st.lists(
+    st.one_of(st.sampled_from([*'{}[]":,\\ 0-1e.', "\\u0022", "password", "true"]), _CHARS),
+    max_size=40,
+).map("".join)
+
+
+@given(_ALMOST_JSON, st.integers(min_value=0, max_value=3))
+def test_any_text_is_left_alone_or_changed_only_by_masks(text: str, depth: int) -> None:
+    """Anything, JSON, almost JSON or not: the reader never raises, what it returns differs
+    from its input only by masks, and reading that again changes nothing."""
+    for _ in range(depth):
+        text = json.dumps(text)
+    out = mask_members(text, _is_secret_member, MASK)
+    assert out == text or MASK in out
+    assert mask_members(out, _is_secret_member, MASK) == out
