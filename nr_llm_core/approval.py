@@ -35,6 +35,7 @@ __all__ = [
     "SuspendedRunState",
     "approver_view",
     "arguments_shown",
+    "checked_stored_state",
     "decisions_for",
     "resigned",
 ]
@@ -177,6 +178,38 @@ class SuspendedRunState:
         if type(data) is not dict:
             raise ApprovalError("not a valid suspended run state: not a JSON object")
         return cls.from_dict(data)
+
+
+def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> SuspendedRunState:
+    """``data``, the decoded state a store holds for ``run_id``, checked as a resume checks
+    it: a JSON object, read strictly, signed with the host secret
+    (:meth:`SuspendedRunState.verify`), this run's, and, when ``digest`` is given, the turn
+    with that digest (the one the run waits on).
+
+    A store calls it inside the transaction that claims the run, before anything is
+    committed, so a state nobody can resume from never leaves a run claimed with its state
+    gone (ADR 0036). Raises :class:`ApprovalError` whose message is host words only: a stored
+    state holds the conversation, and no byte of it is quoted. A secret that cannot be read
+    raises :class:`~nr_llm_core.errors.ConfigurationError`."""
+    if type(data) is not dict:
+        raise ApprovalError("it is not a JSON object")
+    version = data.get("version")
+    if type(version) is int and version > STATE_VERSION:
+        raise ApprovalError(
+            f"it was saved by a newer version of nr-llm (state version {version}; this one "
+            f"reads {STATE_VERSION})"
+        )
+    try:
+        state = SuspendedRunState.from_dict(data)
+    except ApprovalError:
+        # from_dict's detail can quote a stored value: only its kind is said here.
+        raise ApprovalError("it does not have the fields of a suspended run state") from None
+    if state.run_id != run_id:
+        raise ApprovalError("it is another run's state")
+    state.verify()
+    if digest is not None and state.digest != digest:
+        raise ApprovalError("it is not the turn the run waits on")
+    return state
 
 
 def arguments_shown(privacy_level: object) -> bool:

@@ -28,7 +28,7 @@ from nr_llm_core._audit_records import (
     run_record,
 )
 from nr_llm_core._audit_schema import SchemaVersionError, now
-from nr_llm_core._audit_suspension import claimant_text, lost
+from nr_llm_core._audit_suspension import checked, claimant_text, decoded, lost, unusable
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ConfigurationError
@@ -241,16 +241,21 @@ def _checked(
         raise AuditStoreError(str(exc)) from None
     if not good:
         raise SuspendedStateError(lost(run_id))
-    state = decode_json(text)
-    chosen = None if decisions is None else decode_json(decisions)
-    if type(state) is not dict or (chosen is not None and type(chosen) is not dict):
-        raise SuspendedStateError(lost(run_id))
+    state = decoded(text, run_id)
+    try:
+        chosen = None if decisions is None else decode_json(decisions)
+    except (ValueError, RecursionError):
+        chosen = False  # refused below, never the decoder's message
+    if chosen is not None and type(chosen) is not dict:
+        raise SuspendedStateError(unusable(run_id, "its decisions are not a JSON object"))
     return Found(state=state, decisions=chosen, digest=digest if type(digest) is str else None)
 
 
 def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     """Lock a run that waits (on the turn ``digest``, when given) and return its checked
-    state, or raise the refusal (who claimed it and when, stale, unknown)."""
+    state, or raise the refusal (who claimed it and when, stale, unknown);
+    :class:`SuspendedStateError` when the state is lost, altered, or not one a resume could
+    go on from (see :func:`~nr_llm_core._audit_suspension.checked`)."""
     if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(
@@ -264,7 +269,11 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
         raise resume_refusal(run_id, record)
     if digest is not None and digest != row[18]:
         raise resume_refusal(run_id, record)
-    return _checked(run_id, row[15], row[16], row[17], row[18])
+    found = _checked(run_id, row[15], row[16], row[17], row[18])
+    # Checked as a resume checks it before the caller commits anything (ADR 0036): a state
+    # nobody can resume leaves the run waiting, its row kept.
+    checked(found.state, run_id, found.digest if found.digest is not None else digest)
+    return found
 
 
 def end_suspension(conn: Connection, run_id: str, who: str) -> None:
