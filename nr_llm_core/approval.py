@@ -228,10 +228,13 @@ def arguments_shown(privacy_level: object) -> bool:
 def approver_view(state: SuspendedRunState, privacy_level: object) -> dict[str, Any]:
     """What an approver is shown of ``state``, for a run recorded at ``privacy_level``.
 
-    ``{"digest", "privacy_level", "arguments_shown", "calls"}``; each call is ``{"id", "name",
-    "needs_approval"}`` plus its complete ``arguments`` when :func:`arguments_shown`, and its
-    ``arguments_error`` (host words) when the provider's arguments could not be decoded. The
-    one source of the CLI's text and JSON and of the playground's approval view.
+    ``{"digest", "privacy_level", "arguments_shown", "provider", "calls"}``; ``provider`` is
+    the provider the run was suspended with (``{"kind", "model"}``, ``None`` for a state saved
+    before states recorded it): a decision on another one is refused unless the change is
+    allowed (ADR 0033). Each call is ``{"id", "name", "needs_approval"}`` plus its complete
+    ``arguments`` when :func:`arguments_shown`, and its ``arguments_error`` (host words) when
+    the provider's arguments could not be decoded. The one source of the CLI's text and JSON
+    and of the playground's approval view.
     """
     shown = arguments_shown(privacy_level)
     waiting = set(state.needs_approval)
@@ -252,6 +255,7 @@ def approver_view(state: SuspendedRunState, privacy_level: object) -> dict[str, 
         "digest": state.digest,
         "privacy_level": level,
         "arguments_shown": shown,
+        "provider": None if state.provider is None else state.provider.to_dict(),
         "calls": calls,
     }
 

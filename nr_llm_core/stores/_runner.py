@@ -25,7 +25,7 @@ from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import ToolLoop
 from nr_llm_core.messages import ChatMessage
-from nr_llm_core.provider_record import provider_record
+from nr_llm_core.provider_record import provider_change, provider_record
 from nr_llm_core.providers.base import Completion, Provider, TrustZone, zone_of
 from nr_llm_core.results import ToolSpec
 from nr_llm_core.stores._pg_states import Taken
@@ -197,8 +197,18 @@ class RunExecutor:
                 raise RuntimeError("a run with pending calls was handed over without decisions")
             elif taken.applying is not None:
                 # A worker before this one began the approved calls and was lost: they are not
-                # run again; the model is told, and the run goes on.
+                # run again; the model is told, and the run goes on. The trail says so, and,
+                # as an approval step would, which provider goes on when it is not the one
+                # the run was suspended with (ADR 0036).
                 answers = [ChatMessage.tool_result(c.id, LOST) for c in state.pending]
+                self.store.record_step(
+                    taken.run_id,
+                    RunStep.resume(
+                        round=state.iterations,
+                        lost_calls=len(answers),
+                        provider_change=provider_change(state.provider, zoned),
+                    ),
+                )
                 result = loop.run([*state.messages, *answers], allowed=state.allowed)
             else:
                 if not self.store.mark_applying(taken.run_id, worker=self.name):
