@@ -52,6 +52,7 @@ __all__ = [
     "reworded",
     "take",
     "waiting",
+    "withdraw_approval",
 ]
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
@@ -308,6 +309,38 @@ def discard(conn: Connection, run_id: str, who: str) -> None:
         )
     )
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
+
+
+def withdraw_approval(conn: Connection, run_id: str) -> bool:
+    """Undo an approval for the workers that no job carries (ADR 0036): if the run is still
+    ``queued`` with the approver's decisions and no worker has begun them, it waits again on
+    its state (the decisions dropped, the claim cleared). ``False`` when it is no longer so
+    (a worker took it: the approval is being acted on)."""
+    if not encodable(run_id):
+        return False
+    row = conn.execute(
+        sa.select(
+            runs.c.status,
+            states.c.state,
+            states.c.decisions,
+            states.c.mac,
+            states.c.digest,
+            states.c.applying,
+        )
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id)
+        .with_for_update(of=runs)
+    ).first()
+    if row is None or row[0] != RunStatus.QUEUED or row[2] is None or row[5] is not None:
+        return False
+    found = _checked(run_id, row[1], row[2], row[3], row[4])
+    put_state(conn, run_id, found.state)
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(status=RunStatus.SUSPENDED.value, claimed_by=None, claimed_at=None)
+    )
+    return True
 
 
 @final

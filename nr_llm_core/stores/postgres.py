@@ -529,6 +529,13 @@ class PostgresStore(StoreBase):
                 .values(status=RunStatus.QUEUED.value, claimed_by=who, claimed_at=at)
             )
 
+    def withdraw_approval(self, run_id: str) -> bool:
+        """Undo :meth:`approve_queued` when no worker can be told of it (the queue refused
+        the job): the run waits again on its state, unclaimed, the decisions dropped.
+        ``False`` when a worker has taken it meanwhile (see ADR 0036)."""
+        with self._write() as conn:
+            return _st.withdraw_approval(conn, run_id)
+
     def mark_applying(self, run_id: str, *, worker: str) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it
         was handed (a worker that takes the run after this one is lost will not run them
