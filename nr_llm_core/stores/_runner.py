@@ -22,6 +22,7 @@ from typing import Any, Final, final
 from nr_llm_core._audit_records import RunRecord
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.failures import FailureKind, error_result
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import ToolLoop
 from nr_llm_core.messages import ChatMessage
@@ -131,6 +132,23 @@ class _TakenRun:
 ProviderFactory = Callable[[SuspendedRunState], Provider]
 
 
+def _taken_over(
+    state: SuspendedRunState, decisions: Mapping[str, bool]
+) -> tuple[list[ChatMessage], int]:
+    """The answers to the pending calls of a run whose worker was lost after it began them,
+    and how many are :data:`LOST`: a call the approver denied never runs, so it is answered
+    as denied, as the lost worker answered it; every other call may or may not have run."""
+    answers: list[ChatMessage] = []
+    lost = 0
+    for call in state.pending:
+        if call.id in state.needs_approval and decisions.get(call.id) is not True:
+            text = error_result(FailureKind.NOT_APPROVED, call.name)[0].content
+        else:
+            text, lost = LOST, lost + 1
+        answers.append(ChatMessage.tool_result(call.id, text))
+    return answers, lost
+
+
 @final
 class RunExecutor:
     """Executes the runs a worker is handed, with ``host`` and a provider made per run by
@@ -200,12 +218,12 @@ class RunExecutor:
                 # run again; the model is told, and the run goes on. The trail says so, and,
                 # as an approval step would, which provider goes on when it is not the one
                 # the run was suspended with (ADR 0036).
-                answers = [ChatMessage.tool_result(c.id, LOST) for c in state.pending]
+                answers, lost = _taken_over(state, taken.decisions)
                 self.store.record_step(
                     taken.run_id,
                     RunStep.resume(
                         round=state.iterations,
-                        lost_calls=len(answers),
+                        lost_calls=lost,
                         provider_change=provider_change(state.provider, zoned),
                     ),
                 )

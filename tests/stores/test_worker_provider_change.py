@@ -89,3 +89,58 @@ def test_a_run_taken_over_on_another_provider_records_both(
         (c["kind"], c["suspended_with"], c["resumed_with"]) for c in out["provider_changes"]
     ] == [("resume", change["suspended_with"], change["resumed_with"])]
     assert KEY not in json.dumps(steps) and KEY not in shown.stdout
+
+
+def test_a_denied_call_of_a_taken_over_run_is_answered_as_denied_not_as_lost(
+    tmp_path: Path, site: Path, pg_url: str
+) -> None:
+    """The pending turn has two calls that need approval: ``b1`` approved (its worker is
+    killed in it), ``a1`` denied. The worker that takes over tells its model that ``b1`` may
+    or may not have run, and that ``a1`` was not approved (a denied call never runs: telling
+    the model it may have run would be false); its ``resume`` step counts one lost call."""
+    from nr_llm_core.stores._runner import LOST
+    from nr_llm_core.stores.queue import approve_for_worker
+
+    both = {
+        "content": "",
+        "tool_calls": [
+            {"id": "b1", "name": "block_approved", "arguments": {}},
+            {"id": "a1", "name": "append_line", "arguments": {}},
+        ],
+    }
+    with (
+        WireServer([text_reply("Told.")]) as server,
+        fleet(tmp_path, site, pg_url, [both, "done"]) as f,
+    ):
+        f.start_worker("w1")
+        run_id = enqueue_run(pg_url, "one yes, one no")
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "suspended", "the wait")
+        with open_store(pg_url) as store:
+            digest = (store.load_suspended(run_id) or {})["digest"]
+            approve_for_worker(store, run_id, digest=digest, decisions={"b1": True, "a1": False})
+        wait_for(lambda: any(t == "block_approved" for _, t, _ in f.lines()), "the call")
+        os.kill(f.workers["w1"].pid, signal.SIGKILL)
+        f.workers["w1"].wait(30)
+        f.start_worker(
+            "other",
+            "--provider",
+            "openai",
+            "--base-url",
+            f"{server.url}/v1",
+            scripted=False,
+            env={"OPENAI_API_KEY": KEY},
+        )
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "completed", "the other worker")
+        f.release.touch()
+        assert "append_line" not in [t for r, t, _ in f.lines() if r == run_id]
+    (request,) = server.requests
+    answers = {
+        m["tool_call_id"]: m["content"] for m in request.json()["messages"] if m["role"] == "tool"
+    }
+    assert answers == {
+        "b1": LOST,
+        "a1": 'Error: the user did not approve the call to "append_line".',
+    }
+    with open_store(pg_url) as store:
+        (resume,) = [s["step"] for s in store.steps(run_id) if s["kind"] == "resume"]
+    assert resume["lost_calls"] == 1
