@@ -150,6 +150,10 @@ def test_a_state_that_cannot_be_resumed_is_refused_before_the_claim_commits(
         assert CANARY not in message
         assert refused.value.__cause__ is None
         assert_still_waiting(store, store_target, run_id, bad)
+        if store_kind(store_target) == "postgresql":  # the claim that hands a run to workers
+            with pytest.raises(SuspendedStateError):
+                store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+            assert_still_waiting(store, store_target, run_id, bad)
         loop = ToolLoop(ScriptedProvider(APPEND_TURNS[1:]), append_host(), persister=store)
         with pytest.raises((ApprovalError, AuditStoreError)) as resumed:
             loop.resume(run_id, approved=True)
