@@ -37,6 +37,7 @@ __all__ = [
     "arguments_shown",
     "checked_stored_state",
     "decisions_for",
+    "read_stored_state",
     "resigned",
 ]
 
@@ -180,17 +181,12 @@ class SuspendedRunState:
         return cls.from_dict(data)
 
 
-def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> SuspendedRunState:
-    """``data``, the decoded state a store holds for ``run_id``, checked as a resume checks
-    it: a JSON object, read strictly, signed with the host secret
-    (:meth:`SuspendedRunState.verify`), this run's, and, when ``digest`` is given, the turn
-    with that digest (the one the run waits on).
-
-    A store calls it inside the transaction that claims the run, before anything is
-    committed, so a state nobody can resume from never leaves a run claimed with its state
-    gone (ADR 0036). Raises :class:`ApprovalError` whose message is host words only: a stored
-    state holds the conversation, and no byte of it is quoted. A secret that cannot be read
-    raises :class:`~nr_llm_core.errors.ConfigurationError`."""
+def read_stored_state(data: object) -> SuspendedRunState:
+    """``data``, a decoded state as a store holds it, read strictly; :class:`ApprovalError`
+    in host words when it cannot be (not a JSON object, saved by a newer version, not the
+    fields of a state). Unlike :meth:`SuspendedRunState.from_dict`, whose message names
+    the fields at fault, no part of ``data`` is ever quoted: a stored state holds the
+    conversation, and what reads it may be an approver at privacy level ``none``."""
     if type(data) is not dict:
         raise ApprovalError("it is not a JSON object")
     version = data.get("version")
@@ -200,10 +196,22 @@ def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> Su
             f"reads {STATE_VERSION})"
         )
     try:
-        state = SuspendedRunState.from_dict(data)
+        return SuspendedRunState.from_dict(data)
     except ApprovalError:
-        # from_dict's detail can quote a stored value: only its kind is said here.
         raise ApprovalError("it does not have the fields of a suspended run state") from None
+
+
+def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> SuspendedRunState:
+    """``data``, the decoded state a store holds for ``run_id``, checked as a resume checks
+    it: read (:func:`read_stored_state`), signed with the host secret
+    (:meth:`SuspendedRunState.verify`), this run's, and, when ``digest`` is given, the turn
+    with that digest (the one the run waits on).
+
+    A store calls it inside the transaction that claims the run, before anything is
+    committed, so a state nobody can resume from never leaves a run claimed with its state
+    gone (ADR 0036). Raises :class:`ApprovalError` whose message is host words only. A secret
+    that cannot be read raises :class:`~nr_llm_core.errors.ConfigurationError`."""
+    state = read_stored_state(data)
     if state.run_id != run_id:
         raise ApprovalError("it is another run's state")
     state.verify()

@@ -166,7 +166,10 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
             ],
-            "pending": pending_json(data, level),
+            # A waiting run whose state cannot be read says why, never a bare null.
+            "pending": {"problem": lost}
+            if lost is not None
+            else pending_json(data, level, run_id=run_id),
             # Which provider a run went on with after an allowed change (ADR 0036).
             "provider_changes": provider_changes(steps),
         }
@@ -271,7 +274,9 @@ def _decide(
         if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
-        state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
+        state = show_before_deciding(
+            data, level, approve=approve, blind=blind, yes=yes, run_id=run_id
+        )
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
         if queued:

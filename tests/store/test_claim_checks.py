@@ -224,3 +224,33 @@ def test_a_state_swapped_between_the_loop_s_check_and_the_claim_leaves_the_run_w
         )
     assert done.content == "appended it"
     assert len(log_lines(log)) == 1
+
+
+@pytest.mark.parametrize("damage", ["not-json", "newer-version"])
+def test_the_command_line_says_why_a_waiting_run_cannot_be_resumed(
+    store_target: str, log: Path, damage: str
+) -> None:
+    """``runs approve`` of such a run exits 1 with the store's words (no traceback, no byte
+    of the state), the run still waits; ``runs show --json`` says why under ``pending``
+    (``problem``), as it does for a state it can read but not verify, rather than a bare
+    ``null`` that reads as "not waiting"."""
+    from click.testing import CliRunner
+
+    from nr_llm_core.cli import main
+
+    run_id, _ = suspend_append_run(store_target)
+    bad = DAMAGE[damage](stored_state(store_target, run_id))
+    rewrite_state(store_target, run_id, bad)
+    approve = CliRunner().invoke(main, ["runs", "approve", run_id, "--db", store_target, "--yes"])
+    assert approve.exit_code == 1, approve.output
+    assert "cannot be resumed" in approve.output and "still waits" in approve.output
+    assert "Traceback" not in approve.output and CANARY not in approve.output
+    shown = CliRunner().invoke(main, ["runs", "show", run_id, "--db", store_target, "--json"])
+    assert shown.exit_code == 0, shown.output
+    out = json.loads(shown.output)
+    assert out["run"]["status"] == "suspended"
+    assert "cannot be resumed" in out["pending"]["problem"]
+    assert CANARY not in shown.output
+    with open_store(store_target) as store:
+        assert_still_waiting(store, store_target, run_id, bad)
+    assert log_lines(log) == []
