@@ -311,15 +311,17 @@ def discard(conn: Connection, run_id: str, who: str) -> None:
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
 
 
-def withdraw_approval(conn: Connection, run_id: str) -> bool:
-    """Undo an approval for the workers that no job carries (ADR 0036): if the run is still
-    ``queued`` with the approver's decisions and no worker has begun them, it waits again on
-    its state (the decisions dropped, the claim cleared). ``False`` when it is no longer so
-    (a worker took it: the approval is being acted on)."""
+def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) -> bool:
+    """Undo an approval for the workers before any approved call ran (ADR 0036): the run
+    waits again on its state (the decisions dropped, the claim cleared). Only while the run
+    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker``,
+    ``running`` in that worker's hands with decisions nobody has begun (it cannot run them);
+    ``False`` when it is no longer so."""
     if not encodable(run_id):
         return False
     row = conn.execute(
         sa.select(
+            runs.c.taken_by,
             runs.c.status,
             states.c.state,
             states.c.decisions,
@@ -331,14 +333,19 @@ def withdraw_approval(conn: Connection, run_id: str) -> bool:
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[0] != RunStatus.QUEUED or row[2] is None or row[5] is not None:
+    if row is None or row[3] is None or row[6] is not None:
         return False
-    found = _checked(run_id, row[1], row[2], row[3], row[4])
+    taken_by, status = row[0], row[1]
+    if worker is None and status != RunStatus.QUEUED:
+        return False
+    if worker is not None and (status != RunStatus.RUNNING or taken_by != claimant_text(worker)):
+        return False
+    found = _checked(run_id, row[2], row[3], row[4], row[5])
     put_state(conn, run_id, found.state)
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
-        .values(status=RunStatus.SUSPENDED.value, claimed_by=None, claimed_at=None)
+        .values(status=RunStatus.SUSPENDED.value, claimed_by=None, claimed_at=None, taken_by=None)
     )
     return True
 

@@ -94,3 +94,55 @@ def test_an_approval_the_queue_cannot_take_is_withdrawn_and_the_run_still_waits(
         assert ran == []  # append_line needs approval: the first worker only suspended it
         discarded = f.cli("runs", "discard", run_id)
         assert discarded.returncode == 0, discarded.stderr
+
+
+def test_a_worker_that_does_not_offer_the_approved_tool_gives_the_approval_back(
+    tmp_path: Path, site: Path, pg_url: str
+) -> None:
+    """The only worker left has ``append_line`` disabled (``NR_LLM_DISABLE_TOOLS``): it takes
+    the approved run, cannot run the approved call (ADR 0029), and gives the run back: it
+    waits again, unclaimed, on its state (it was settled ``failed``, its state and the
+    approval gone). Approved again with a worker that offers the tool, the call runs once."""
+    with fleet(tmp_path, site, pg_url, TURNS) as f:
+        run_id = suspended_on_a_worker(f, pg_url)
+        with open_store(pg_url) as store:
+            before = store.load_suspended(run_id)
+        f.start_worker("narrow", env={"NR_LLM_DISABLE_TOOLS": "append_line"})
+        approved = f.cli("runs", "approve", run_id, "--yes")
+        assert approved.returncode == 0, (approved.stdout, approved.stderr)
+        wait_for(lambda: "the approval is given back" in f.output("narrow"), "the refusal")
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "suspended", "the run to wait")
+        with open_store(pg_url) as store:
+            record = store.get_run(run_id)
+            assert record is not None and record["claimed_by"] is None
+            assert store.load_suspended(run_id) == before
+            assert [s["kind"] for s in store.steps(run_id)].count("approval") == 0
+        assert [t for r, t, _ in f.lines() if r == run_id] == []
+        f.workers["narrow"].terminate()
+        f.workers["narrow"].wait(60)
+        f.start_worker("full")
+        again = f.cli("runs", "approve", run_id, "--yes")
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "completed", "the full worker")
+        ran = [(t, pid) for r, t, pid in f.lines() if r == run_id]
+        assert ran == [("append_line", f.workers["full"].pid)]
+
+
+@pytest.mark.parametrize("decisions", [{"nope": True}, {"a1": "yes"}], ids=["unknown", "not-bool"])
+def test_decisions_a_resume_would_refuse_are_refused_before_the_claim(
+    pg_store_url: str, decisions: dict[str, Any]
+) -> None:
+    """``approve_queued`` with decisions no resume accepts (a call id that is not pending, a
+    value that is not a bool) is refused in the approver's process, before it commits: the
+    run still waits unclaimed (a worker would have refused them later, out of sight)."""
+    from nr_llm_core.errors import ApprovalError
+
+    from ..store._support import suspend_append_run
+
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        with pytest.raises(ApprovalError):
+            store.approve_queued(run_id, digest=digest, decisions=decisions)  # type: ignore[attr-defined]
+        record = store.get_run(run_id)
+    assert record is not None
+    assert (record["status"], record["claimed_by"]) == ("suspended", None)
