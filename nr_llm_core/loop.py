@@ -279,7 +279,7 @@ class ToolLoop:
         run: _Run,
         state: SuspendedRunState,
         decisions: Mapping[str, bool],
-        provider_changed: Mapping[str, Any] | None,
+        change: Mapping[str, Any] | None,
     ) -> ToolLoopResult:
         """Record the decision (and which provider goes on, when it changed), answer the
         pending calls, and drive the run on."""
@@ -288,7 +288,7 @@ class ToolLoop:
                 round=state.iterations,
                 decisions=decisions,
                 digest=state.digest,
-                provider_change=provider_changed,
+                provider_change=change,
             )
         )
         offered = frozenset(s.name for s in self.offer(run.allowed))

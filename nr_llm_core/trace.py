@@ -84,7 +84,7 @@ class ToolInvocation:
 @attrs.frozen(kw_only=True)
 class RunStep:
     """One step of a run. Build it with :meth:`request`, :meth:`llm`, :meth:`tool`,
-    :meth:`approval` or :meth:`error`; read it with :meth:`to_dict`."""
+    :meth:`approval`, :meth:`resume` or :meth:`error`; read it with :meth:`to_dict`."""
 
     kind: StepKind
     round: int
