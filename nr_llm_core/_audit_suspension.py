@@ -17,17 +17,22 @@ from typing import Any, Final
 from nr_llm_core import _audit_states
 from nr_llm_core._audit_records import (
     DISCARDED,
+    AuditStoreError,
     RunStatus,
+    SuspendedStateError,
     resume_refusal,
     run_record,
 )
 from nr_llm_core._audit_schema import RESUME, RUN_COLUMNS, STATE_OF, now
-from nr_llm_core.approval import resigned
+from nr_llm_core.approval import checked_stored_state, resigned
 from nr_llm_core.encoding import decode_json, encode_json_str
+from nr_llm_core.errors import ApprovalError, ConfigurationError
 
 __all__ = [
+    "checked",
     "claimant",
     "claimant_text",
+    "decoded",
     "discard",
     "end_suspension",
     "lost",
@@ -35,6 +40,7 @@ __all__ = [
     "resign_states",
     "set_suspended",
     "state_file",
+    "unusable",
     "waiting_state",
 ]
 
@@ -54,11 +60,52 @@ def claimant_text(value: str | None) -> str:
 
 
 def lost(run_id: str) -> str:
-    """The message of :class:`~nr_llm_core._audit_records.SuspendedStateError` for ``run_id``."""
+    """The message of :class:`~nr_llm_core._audit_records.SuspendedStateError` for ``run_id``
+    whose state is missing, or not the bytes its row recorded."""
     return (
-        f"the saved state of run {run_id[:80]!r} is missing or altered: it cannot be resumed; "
-        "discard it"
+        f"the saved state of run {run_id[:80]!r} is missing or altered: it cannot be resumed "
+        "and the run still waits; discard it"
     )
+
+
+def unusable(run_id: str, reason: str) -> str:
+    """The message of :class:`~nr_llm_core._audit_records.SuspendedStateError` for ``run_id``
+    whose state is the bytes recorded but cannot be resumed from, for ``reason`` (host
+    words: never a byte of the state)."""
+    return (
+        f"the saved state of run {run_id[:80]!r} cannot be resumed: {reason}; nothing was "
+        "claimed and the run still waits, its state kept; discard it"
+    )
+
+
+def decoded(data: bytes | str, run_id: str) -> dict[str, Any]:
+    """The stored state's bytes (the ones its row recorded) decoded; a
+    :class:`~nr_llm_core._audit_records.SuspendedStateError` (:func:`unusable`) when they are
+    not a JSON object, never the decoder's error (its message could quote them)."""
+    try:
+        value = decode_json(data)
+    except (ValueError, RecursionError):
+        raise SuspendedStateError(unusable(run_id, "it is not JSON")) from None
+    if type(value) is not dict:
+        raise SuspendedStateError(unusable(run_id, "it is not a JSON object"))
+    return value
+
+
+def checked(data: dict[str, Any], run_id: str, digest: str | None) -> dict[str, Any]:
+    """``data``, the decoded state of ``run_id``, once checked as a resume checks it
+    (:func:`~nr_llm_core.approval.checked_stored_state`: its shape, its signature, its run,
+    the turn ``digest`` the run waits on), for a claim to do before it commits (ADR 0036).
+
+    Raises :class:`~nr_llm_core._audit_records.SuspendedStateError` (:func:`unusable`) when it
+    cannot be resumed from, and :class:`~nr_llm_core._audit_records.AuditStoreError` when the
+    host secret cannot be read."""
+    try:
+        checked_stored_state(data, run_id=run_id, digest=digest)
+    except ApprovalError as exc:
+        raise SuspendedStateError(unusable(run_id, str(exc))) from None
+    except ConfigurationError as exc:
+        raise AuditStoreError(str(exc)) from None
+    return data
 
 
 def state_file(conn: sqlite3.Connection, run_id: str) -> str | None:
@@ -95,10 +142,11 @@ def set_suspended(
 
 def waiting_state(
     conn: sqlite3.Connection, run_id: str, digest: str | None
-) -> tuple[str | None, str | None]:
-    """The state file and hash of a run that waits (on the turn ``digest``, when given), or
-    raise the refusal (:func:`~nr_llm_core._audit_records.resume_refusal`). Both are
-    ``None`` for a waiting row that names no file (it can be discarded, not resumed)."""
+) -> tuple[str | None, str | None, str | None]:
+    """The state file, its hash and the digest of the turn of a run that waits (on the turn
+    ``digest``, when given), or raise the refusal
+    (:func:`~nr_llm_core._audit_records.resume_refusal`). The file and hash are ``None`` for a
+    waiting row that names no file (it can be discarded, not resumed)."""
     row = conn.execute(
         f"SELECT {RUN_COLUMNS}, state_file, state_sha256, state_digest FROM runs WHERE id = ?",  # noqa: S608  # a constant column list
         (run_id,),
@@ -109,7 +157,7 @@ def waiting_state(
     name, sha256, pending = row[-3], row[-2], row[-1]
     if digest is not None and digest != pending:
         raise resume_refusal(run_id, record)
-    return name, sha256
+    return name, sha256, pending if type(pending) is str else digest
 
 
 def end_suspension(conn: sqlite3.Connection, run_id: str, who: str) -> str | None:
@@ -122,7 +170,7 @@ def end_suspension(conn: sqlite3.Connection, run_id: str, who: str) -> str | Non
 def discard(conn: sqlite3.Connection, run_id: str, who: str) -> str | None:
     """Settle a waiting run ``cancelled`` (reason ``discarded``) for ``who``; return its
     state file to wipe. Refused like a claim when the run is not waiting."""
-    name, _ = waiting_state(conn, run_id, None)
+    name, _, _ = waiting_state(conn, run_id, None)
     at = now()
     conn.execute(
         "UPDATE runs SET status = ?, ended_at = ?, termination_reason = ?, state_file = NULL, "

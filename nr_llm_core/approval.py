@@ -35,7 +35,9 @@ __all__ = [
     "SuspendedRunState",
     "approver_view",
     "arguments_shown",
+    "checked_stored_state",
     "decisions_for",
+    "read_stored_state",
     "resigned",
 ]
 
@@ -179,6 +181,45 @@ class SuspendedRunState:
         return cls.from_dict(data)
 
 
+def read_stored_state(data: object) -> SuspendedRunState:
+    """``data``, a decoded state as a store holds it, read strictly; :class:`ApprovalError`
+    in host words when it cannot be (not a JSON object, saved by a newer version, not the
+    fields of a state). Unlike :meth:`SuspendedRunState.from_dict`, whose message names
+    the fields at fault, no part of ``data`` is ever quoted: a stored state holds the
+    conversation, and what reads it may be an approver at privacy level ``none``."""
+    if type(data) is not dict:
+        raise ApprovalError("it is not a JSON object")
+    version = data.get("version")
+    if type(version) is int and version > STATE_VERSION:
+        raise ApprovalError(
+            f"it was saved by a newer version of nr-llm (state version {version}; this one "
+            f"reads {STATE_VERSION})"
+        )
+    try:
+        return SuspendedRunState.from_dict(data)
+    except ApprovalError:
+        raise ApprovalError("it does not have the fields of a suspended run state") from None
+
+
+def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> SuspendedRunState:
+    """``data``, the decoded state a store holds for ``run_id``, checked as a resume checks
+    it: read (:func:`read_stored_state`), signed with the host secret
+    (:meth:`SuspendedRunState.verify`), this run's, and, when ``digest`` is given, the turn
+    with that digest (the one the run waits on).
+
+    A store calls it inside the transaction that claims the run, before anything is
+    committed, so a state nobody can resume from never leaves a run claimed with its state
+    gone (ADR 0036). Raises :class:`ApprovalError` whose message is host words only. A secret
+    that cannot be read raises :class:`~nr_llm_core.errors.ConfigurationError`."""
+    state = read_stored_state(data)
+    if state.run_id != run_id:
+        raise ApprovalError("it is another run's state")
+    state.verify()
+    if digest is not None and state.digest != digest:
+        raise ApprovalError("it is not the turn the run waits on")
+    return state
+
+
 def arguments_shown(privacy_level: object) -> bool:
     """Whether an approver may be shown the arguments of a run recorded at ``privacy_level``
     (the run record's ``privacy_level`` text).
@@ -195,10 +236,13 @@ def arguments_shown(privacy_level: object) -> bool:
 def approver_view(state: SuspendedRunState, privacy_level: object) -> dict[str, Any]:
     """What an approver is shown of ``state``, for a run recorded at ``privacy_level``.
 
-    ``{"digest", "privacy_level", "arguments_shown", "calls"}``; each call is ``{"id", "name",
-    "needs_approval"}`` plus its complete ``arguments`` when :func:`arguments_shown`, and its
-    ``arguments_error`` (host words) when the provider's arguments could not be decoded. The
-    one source of the CLI's text and JSON and of the playground's approval view.
+    ``{"digest", "privacy_level", "arguments_shown", "provider", "calls"}``; ``provider`` is
+    the provider the run was suspended with (``{"kind", "model"}``, ``None`` for a state saved
+    before states recorded it): a decision on another one is refused unless the change is
+    allowed (ADR 0033). Each call is ``{"id", "name", "needs_approval"}`` plus its complete
+    ``arguments`` when :func:`arguments_shown`, and its ``arguments_error`` (host words) when
+    the provider's arguments could not be decoded. The one source of the CLI's text and JSON
+    and of the playground's approval view.
     """
     shown = arguments_shown(privacy_level)
     waiting = set(state.needs_approval)
@@ -219,6 +263,7 @@ def approver_view(state: SuspendedRunState, privacy_level: object) -> dict[str, 
         "digest": state.digest,
         "privacy_level": level,
         "arguments_shown": shown,
+        "provider": None if state.provider is None else state.provider.to_dict(),
         "calls": calls,
     }
 

@@ -456,7 +456,7 @@ class AgentRunPersister(StoreBase):
         """The stored state of a suspended run, or ``None`` when it is not waiting.
 
         Raises :class:`SuspendedStateError` when the run waits but its state file is missing
-        or altered (see :meth:`discard`)."""
+        or altered, or is not JSON (see :meth:`discard`)."""
         if not encodable(run_id):
             return None
         query = "SELECT state_file, state_sha256 FROM runs WHERE id = ? AND status = 'suspended'"
@@ -471,8 +471,7 @@ class AgentRunPersister(StoreBase):
             if not again or again[0][0] != rows[0][0]:
                 return None
             raise SuspendedStateError(_suspension.lost(run_id)) from None
-        state: dict[str, Any] = decode_json(data)
-        return state
+        return _suspension.decoded(data, run_id)
 
     def claim_suspended(
         self, run_id: str, *, digest: str | None = None, claimant: str | None = None
@@ -485,22 +484,27 @@ class AgentRunPersister(StoreBase):
         it. Returns the state; its file is wiped after the commit. A run claimed (or
         discarded) first by someone else raises :class:`~nr_llm_core.errors.AlreadyClaimedError`
         naming them and when; a stale digest or a run that is not waiting raises
-        :class:`~nr_llm_core.errors.ApprovalError`; an unknown run :class:`UnknownRunError`;
-        a missing or altered state file :class:`SuspendedStateError` (the run stays as it was).
+        :class:`~nr_llm_core.errors.ApprovalError`; an unknown run :class:`UnknownRunError`.
+        Before anything is committed the state is checked as a resume checks it (ADR 0036):
+        a state file that is missing or altered, or whose bytes are not a state of this run
+        signed with the host secret for the turn the run waits on, raises
+        :class:`SuspendedStateError`, and the run still waits with its file kept.
         """
         who = _suspension.claimant_text(claimant)
         _known_text(run_id)
         with self._write() as conn:
-            name, sha256 = _suspension.waiting_state(conn, run_id, digest)
+            name, sha256, waits_on = _suspension.waiting_state(conn, run_id, digest)
             try:
                 if name is None or sha256 is None:
                     raise _audit_states.StateFileError("no state file")
                 data = _audit_states.read(self._states, name, sha256)
             except _audit_states.StateFileError:
                 raise SuspendedStateError(_suspension.lost(run_id)) from None
+            # Checked on the bytes just read, under the write lock: what is handed back is
+            # what was checked, and a state nobody can resume never leaves the run claimed.
+            state = _suspension.checked(_suspension.decoded(data, run_id), run_id, waits_on)
             _suspension.end_suspension(conn, run_id, who)
         self._wipe(name)
-        state: dict[str, Any] = decode_json(data)
         return state
 
     def mark_resumed(self, run_id: str, *, claimant: str | None = None) -> None:

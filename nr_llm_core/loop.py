@@ -40,7 +40,7 @@ from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.offers import offered_specs
 from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
-from nr_llm_core.provider_record import check_same_provider, provider_record
+from nr_llm_core.provider_record import check_same_provider, provider_change, provider_record
 from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
@@ -218,9 +218,10 @@ class ToolLoop:
         The run goes on with this loop's provider. When that is not the provider that wrote
         the pending turn (another adapter kind or model, as the state records it), the resume
         raises :class:`~nr_llm_core.errors.ProviderChangedError` before anything is claimed,
-        unless ``allow_provider_change`` is true; an allowed change is marked in the approval
-        step (``provider_changed``). A state saved before states recorded their provider is
-        not checked.
+        unless ``allow_provider_change`` is true; an allowed change is recorded in the
+        approval step (``provider_changed``, and ``provider_change``: the provider the run was
+        suspended with and the one it goes on with, ADR 0036). A state saved before states
+        recorded their provider is not checked.
         """
         if isinstance(state, str):
             state = self._load(state)
@@ -238,9 +239,10 @@ class ToolLoop:
         if digest is not None and digest != state.digest:
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
-        changed = check_same_provider(
-            state.provider, self.provider, allow_change=allow_provider_change
-        )
+        check_same_provider(state.provider, self.provider, allow_change=allow_provider_change)
+        # Which provider the run was suspended with and which goes on, when they differ (the
+        # change was allowed, or it would have raised): recorded with the decision.
+        changed = provider_change(state.provider, self.provider)
         self._refuse_unrunnable(state, decisions)
         self._claim(state, claimant)
         watch = self._watch(state.run_id)
@@ -277,15 +279,16 @@ class ToolLoop:
         run: _Run,
         state: SuspendedRunState,
         decisions: Mapping[str, bool],
-        provider_changed: bool,
+        change: Mapping[str, Any] | None,
     ) -> ToolLoopResult:
-        """Record the decision, answer the pending calls, and drive the run on."""
+        """Record the decision (and which provider goes on, when it changed), answer the
+        pending calls, and drive the run on."""
         run.trace.record(
             RunStep.approval(
                 round=state.iterations,
                 decisions=decisions,
                 digest=state.digest,
-                provider_changed=provider_changed,
+                provider_change=change,
             )
         )
         offered = frozenset(s.name for s in self.offer(run.allowed))

@@ -48,6 +48,12 @@ Decisions for the keys that are not content keys but can still carry model or pr
 - ``stop_reason`` of an llm step: kept only if it is one of the host's words
   (:data:`~nr_llm_core.providers.base.STOP_REASONS`).
 - ``approval_digest``: kept only if it is a hex digest (optionally ``algo:``-prefixed).
+- ``provider_change`` of an approval or resume step (ADR 0036): the two provider records,
+  ``suspended_with`` and ``resumed_with``, each ``{"kind", "model"}`` and nothing else. A kind
+  is kept if it is an identifier of at most 200 characters, else
+  :data:`UNRECOGNISED_PROVIDER`; a model (the operator's setting, which could hold anything
+  pasted into it) only if it is a plain model name (letters, digits and ``._:/@+=-``, or a
+  long name cut with its hash) that no secret shape matches, else :data:`UNRECOGNISED_MODEL`.
 - ``kind``: a :class:`~nr_llm_core.trace.StepKind` value, else ``other``; ``round`` only as an
   int, ``duration_ms`` only as a finite number.
 - any other top-level key is kept only if its name is snake_case and its value is a number or
@@ -75,7 +81,9 @@ __all__ = [
     "INVALID_TOOL_NAME",
     "PRIVACY_ENV_VAR",
     "UNKNOWN_TOOL_NAME",
+    "UNRECOGNISED_MODEL",
     "UNRECOGNISED_NOTE",
+    "UNRECOGNISED_PROVIDER",
     "UNRECOGNISED_REASON",
     "USAGE_KEYS",
     "PrivacyLevel",
@@ -101,6 +109,10 @@ UNKNOWN_TOOL_NAME: Final = "[unknown-tool]"
 UNRECOGNISED_REASON: Final = "[unrecognised-reason]"
 #: Stands for an llm step note that is not a plain host sentence.
 UNRECOGNISED_NOTE: Final = "[unrecognised-note]"
+#: Stands for a recorded provider kind that is not an identifier.
+UNRECOGNISED_PROVIDER: Final = "[unrecognised-provider]"
+#: Stands for a recorded model name that is not a plain name, or that a secret shape matches.
+UNRECOGNISED_MODEL: Final = "[unrecognised-model]"
 #: Token counters kept from ``usage`` at METADATA.
 USAGE_KEYS: Final = frozenset(
     {
@@ -129,6 +141,13 @@ _NOTE_RE: Final = re.compile(r"[a-z][a-z0-9 (),:-]{0,119}")
 _REASON_PREFIX_RE: Final = re.compile(r"([a-z][a-z ]{0,38}[a-z]):")
 _DIGEST_RE: Final = re.compile(r"(?:[a-z0-9]{1,16}:)?[0-9a-f]{16,128}")
 _SNAKE_KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# A provider record (provider_record.py): a class name, and a model name as operators write
+# them (gpt-4o, llama3.1:8b, meta-llama/Llama-3.1-8B), or one cut to 200 with its hash.
+_PROVIDER_KIND_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+_MODEL_RE: Final = re.compile(
+    r"[A-Za-z0-9._:/@+=-]{1,200}|[A-Za-z0-9._:/@+=-]{1,183}\u2026[0-9a-f]{16}"
+)
+_PROVIDER_SIDES: Final = ("suspended_with", "resumed_with")
 _STEP_KINDS: Final = _canonical([k.value for k in StepKind])
 _ARTIFACT_TYPES: Final = _canonical([t.value for t in ArtifactType])
 _FAILURE_KINDS: Final = _canonical([k.value for k in FailureKind])
@@ -437,6 +456,10 @@ class RunStepPrivacyFilter:
                 case "approval_digest":
                     if type(value) is str and _DIGEST_RE.fullmatch(value):
                         record["approval_digest"] = value
+                case "provider_change":
+                    change = _provider_change(value)
+                    if change is not None:
+                        record["provider_change"] = change
                 case "reason":
                     record["reason"] = reason_code(value)
                 case "notes":
@@ -467,6 +490,38 @@ class RunStepPrivacyFilter:
         if self.known_tools is not None and name not in self.known_tools:
             return UNKNOWN_TOOL_NAME
         return name
+
+
+def _provider_change(value: object) -> dict[str, Any] | None:
+    # Both records, each rebuilt from its kind and model alone (ADR 0036); any other shape
+    # is dropped whole.
+    if type(value) is not dict:
+        return None
+    change: dict[str, Any] = {}
+    for side in _PROVIDER_SIDES:
+        record = value.get(side)
+        if type(record) is not dict:
+            return None
+        kind = record.get("kind")
+        change[side] = {
+            "kind": kind
+            if type(kind) is str and _PROVIDER_KIND_RE.fullmatch(kind)
+            else UNRECOGNISED_PROVIDER,
+            "model": _model_name(record.get("model")),
+        }
+    return change
+
+
+def _model_name(model: object) -> str | None:
+    if model is None:
+        return None
+    if type(model) is str and _MODEL_RE.fullmatch(model):
+        try:
+            if redact_text(model) == model:  # a key pasted as a model is not kept
+                return model
+        except Exception:  # the redactor failing keeps less, never more
+            return UNRECOGNISED_MODEL
+    return UNRECOGNISED_MODEL
 
 
 def _kept_by_none(record: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,13 @@ import attrs
 
 from nr_llm_core.errors import ProviderChangedError
 
-__all__ = ["MAX_RECORDED_CHARS", "ProviderRecord", "check_same_provider", "provider_record"]
+__all__ = [
+    "MAX_RECORDED_CHARS",
+    "ProviderRecord",
+    "check_same_provider",
+    "provider_change",
+    "provider_record",
+]
 
 #: A recorded kind or model is cut to this many characters (its end then names its hash).
 MAX_RECORDED_CHARS: Final = 200
@@ -40,6 +46,10 @@ class ProviderRecord:
         """``kind`` and ``model`` in host words, for an error message (``model`` quoted)."""
         model = "no model" if self.model is None else f"model {self.model!r}"
         return f"{self.kind} ({model})"
+
+    def to_dict(self) -> dict[str, str | None]:
+        """``{"kind", "model"}``: the record as a step and a state hold it."""
+        return {"kind": self.kind, "model": self.model}
 
 
 def _read_attribute(provider: object, name: str) -> Any:
@@ -102,3 +112,18 @@ def check_same_provider(
         recorded=(recorded.kind, recorded.model),
         resuming=(resuming.kind, resuming.model),
     )
+
+
+def provider_change(recorded: ProviderRecord | None, provider: object) -> dict[str, Any] | None:
+    """What an audit trail says of a run going on with ``provider`` after it was suspended
+    with ``recorded``: ``{"suspended_with": {"kind", "model"}, "resumed_with": {...}}`` when
+    they differ (the comparison of :func:`check_same_provider`), else ``None``.
+
+    Only the two records: never a key or a base URL (ADR 0036). The approval step (or a
+    worker's ``resume`` step) carries it, through the privacy filter."""
+    if recorded is None:
+        return None
+    resuming = provider_record(provider)
+    if resuming == recorded:
+        return None
+    return {"suspended_with": recorded.to_dict(), "resumed_with": resuming.to_dict()}

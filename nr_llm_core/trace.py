@@ -52,6 +52,7 @@ class StepKind(enum.StrEnum):
 
     ``request``: the messages sent to the provider; ``llm``: what the provider answered;
     ``tool``: one tool call through the seam; ``approval``: a decision on pending calls;
+    ``resume``: a run taken over after its worker was lost mid-way through approved calls;
     ``error``: a failure that ended the run (host words only).
     """
 
@@ -59,6 +60,7 @@ class StepKind(enum.StrEnum):
     LLM = "llm"
     TOOL = "tool"
     APPROVAL = "approval"
+    RESUME = "resume"
     ERROR = "error"
 
 
@@ -82,7 +84,7 @@ class ToolInvocation:
 @attrs.frozen(kw_only=True)
 class RunStep:
     """One step of a run. Build it with :meth:`request`, :meth:`llm`, :meth:`tool`,
-    :meth:`approval` or :meth:`error`; read it with :meth:`to_dict`."""
+    :meth:`approval`, :meth:`resume` or :meth:`error`; read it with :meth:`to_dict`."""
 
     kind: StepKind
     round: int
@@ -173,14 +175,33 @@ class RunStep:
         digest: str,
         duration_ms: float = 0.0,
         provider_changed: bool = False,
+        provider_change: Mapping[str, Any] | None = None,
     ) -> RunStep:
         """A human decision on the pending calls: call id -> approved. ``provider_changed``
         (recorded only when true) says the run goes on with another provider or model than
-        the one that wrote the pending turn, as the resumer allowed."""
+        the one that wrote the pending turn, as the resumer allowed; ``provider_change`` says
+        which (:func:`~nr_llm_core.provider_record.provider_change`: the provider the run was
+        suspended with and the one it resumes with) and implies ``provider_changed``."""
         fields: dict[str, Any] = {"approvals": dict(decisions), "approval_digest": digest}
-        if provider_changed:
-            fields["provider_changed"] = True
+        _provider_fields(fields, provider_changed, provider_change)
         return cls(kind=StepKind.APPROVAL, round=round, duration_ms=duration_ms, fields=fields)
+
+    @classmethod
+    def resume(
+        cls,
+        *,
+        round: int,
+        lost_calls: int,
+        duration_ms: float = 0.0,
+        provider_change: Mapping[str, Any] | None = None,
+    ) -> RunStep:
+        """A run taken over after the worker that was running its approved calls was lost:
+        ``lost_calls`` pending calls are answered as possibly run instead of being run again,
+        and ``provider_change`` (as for :meth:`approval`) says when the run goes on with
+        another provider than the one it was suspended with."""
+        fields: dict[str, Any] = {"lost_calls": lost_calls}
+        _provider_fields(fields, False, provider_change)
+        return cls(kind=StepKind.RESUME, round=round, duration_ms=duration_ms, fields=fields)
 
     @classmethod
     def error(cls, *, round: int, reason: str, duration_ms: float = 0.0) -> RunStep:
@@ -188,6 +209,20 @@ class RunStep:
         return cls(
             kind=StepKind.ERROR, round=round, duration_ms=duration_ms, fields={"reason": reason}
         )
+
+
+def _provider_fields(
+    fields: dict[str, Any], changed: bool, change: Mapping[str, Any] | None
+) -> None:
+    # The bool says that the provider changed (ADR 0033), the record which (ADR 0036).
+    if change is not None:
+        fields["provider_changed"] = True
+        fields["provider_change"] = {
+            side: dict(record) if isinstance(record, Mapping) else record
+            for side, record in change.items()
+        }
+    elif changed:
+        fields["provider_changed"] = True
 
 
 #: A listener is called synchronously with each step as it is recorded.

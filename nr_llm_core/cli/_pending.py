@@ -9,7 +9,13 @@ from typing import Any
 
 import click
 
-from nr_llm_core.approval import SuspendedRunState, approver_view, arguments_shown
+from nr_llm_core._audit_suspension import unusable
+from nr_llm_core.approval import (
+    SuspendedRunState,
+    approver_view,
+    arguments_shown,
+    read_stored_state,
+)
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
 from nr_llm_core.cli._provider_check import recorded_words
@@ -79,12 +85,17 @@ def render_pending(
     return "\n".join(lines)
 
 
-def _read(data: Mapping[str, Any]) -> tuple[SuspendedRunState | None, str | None]:
-    # The stored state, and why a decision on it would be refused (None: it would not be).
+def _read(
+    data: Mapping[str, Any], run_id: str | None
+) -> tuple[SuspendedRunState | None, str | None]:
+    # The stored state, and why a decision on it would be refused (None: it would not be),
+    # in the claim's own words (ADR 0036): never a byte of the state.
     try:
-        state = SuspendedRunState.from_dict(data)
+        state = read_stored_state(data)
     except ApprovalError as exc:
         return None, str(exc)
+    if run_id is not None and state.run_id != run_id:
+        return state, "it is another run's state"
     try:
         state.verify()
     except ApprovalError as exc:
@@ -95,9 +106,9 @@ def _read(data: Mapping[str, Any]) -> tuple[SuspendedRunState | None, str | None
 def pending_text(data: Mapping[str, Any], privacy_level: object, *, run_id: str) -> str:
     """``runs show``'s section for a stored suspended state: :func:`render_pending`, with a
     warning when the state would be refused (altered, malformed)."""
-    state, problem = _read(data)
+    state, problem = _read(data, run_id)
     if state is None:
-        return f"awaiting approval: {visible(str(problem), keep_newlines=False)}"
+        return f"awaiting approval: {visible(unusable(run_id, str(problem)), keep_newlines=False)}"
     text = render_pending(state, privacy_level, decide_run_id=run_id)
     if problem is not None:
         warning = visible(problem, keep_newlines=False)
@@ -105,21 +116,29 @@ def pending_text(data: Mapping[str, Any], privacy_level: object, *, run_id: str)
     return text
 
 
-def pending_json(data: Mapping[str, Any] | None, privacy_level: object) -> dict[str, Any] | None:
+def pending_json(
+    data: Mapping[str, Any] | None, privacy_level: object, *, run_id: str | None = None
+) -> dict[str, Any] | None:
     """``runs show --json``'s ``pending``: the approver's view (see
     :func:`~nr_llm_core.approval.approver_view`) with a ``problem`` when the state would be
     refused; ``None`` when the run is not waiting."""
     if data is None:
         return None
-    state, problem = _read(data)
+    state, problem = _read(data, run_id)
     view: dict[str, Any] = {} if state is None else approver_view(state, privacy_level)
     if problem is not None:
-        view["problem"] = problem
+        view["problem"] = problem if run_id is None else unusable(run_id, problem)
     return view
 
 
 def show_before_deciding(
-    data: Mapping[str, Any], privacy_level: object, *, approve: bool, blind: bool, yes: bool
+    data: Mapping[str, Any],
+    privacy_level: object,
+    *,
+    approve: bool,
+    blind: bool,
+    yes: bool,
+    run_id: str | None = None,
 ) -> SuspendedRunState:
     """Show the pending calls a decision applies to, and return their state.
 
@@ -128,9 +147,10 @@ def show_before_deciding(
     stdin is a terminal it then asks, default no (``yes`` skips the question); without a
     terminal it never asks, as a script expects.
     """
-    state, problem = _read(data)
+    state, problem = _read(data, run_id)
     if state is None or problem is not None:
-        raise click.ClickException(visible(str(problem), keep_newlines=False))
+        words = str(problem) if run_id is None else unusable(run_id, str(problem))
+        raise click.ClickException(visible(words, keep_newlines=False))
     if approve and not arguments_shown(privacy_level) and not blind:
         raise click.ClickException(
             f"run {visible(state.run_id, keep_newlines=False)!r} is recorded at privacy level "

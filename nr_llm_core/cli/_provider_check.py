@@ -7,7 +7,7 @@ when it resumes; this module words it for the command line."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import click
@@ -20,7 +20,9 @@ from nr_llm_core.provider_record import ProviderRecord, check_same_provider, pro
 __all__ = [
     "ALLOW_FLAG",
     "allow_provider_change_option",
+    "change_lines",
     "check_decision_provider",
+    "provider_changes",
     "provider_words",
     "recorded_words",
 ]
@@ -113,3 +115,53 @@ def check_decision_provider(
 def recorded_words(record: ProviderRecord) -> str:
     """:func:`provider_words` of a :class:`~nr_llm_core.provider_record.ProviderRecord`."""
     return provider_words(record.kind, record.model)
+
+
+def provider_changes(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The changes of provider a run's stored steps record (``runs show --json``'s
+    ``provider_changes``): per approval or resume step that says the provider changed, its
+    ``seq`` and ``kind`` and the two records as the run's level stored them (ADR 0036;
+    ``None`` where the step says only that it changed: recorded before ADR 0036, or at a
+    level that keeps no record). ``steps`` are :class:`~nr_llm_core.audit.StepRecord` s."""
+    changes: list[dict[str, Any]] = []
+    for record in steps:
+        step = record["step"]
+        change = step.get("provider_change")
+        if type(change) is not dict and step.get("provider_changed") is not True:
+            continue
+        sides = change if type(change) is dict else {}
+        changes.append(
+            {
+                "seq": record["seq"],
+                "kind": record["kind"],
+                "suspended_with": _side(sides.get("suspended_with")),
+                "resumed_with": _side(sides.get("resumed_with")),
+            }
+        )
+    return changes
+
+
+def _side(record: object) -> dict[str, Any] | None:
+    if type(record) is not dict:
+        return None
+    return {"kind": record.get("kind"), "model": record.get("model")}
+
+
+def change_lines(changes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``runs show``'s lines for :func:`provider_changes`, every stored string made visible."""
+    lines = []
+    for change in changes:
+        was, now = change["suspended_with"], change["resumed_with"]
+        where = f"#{change['seq']} {visible(str(change['kind']), keep_newlines=False)}"
+        if was is None or now is None:
+            lines.append(f"provider changed at {where} (which one is not recorded)")
+            continue
+        lines.append(
+            f"provider changed at {where}: suspended with {_words(was)}, resumed with {_words(now)}"
+        )
+    return lines
+
+
+def _words(record: Mapping[str, Any]) -> str:
+    kind, model = record.get("kind"), record.get("model")
+    return provider_words(str(kind), None if model is None else str(model))

@@ -26,7 +26,9 @@ from nr_llm_core.cli._pending import (
 from nr_llm_core.cli._provider_check import (
     ALLOW_FLAG,
     allow_provider_change_option,
+    change_lines,
     check_decision_provider,
+    provider_changes,
 )
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
 from nr_llm_core.cli._session import (
@@ -128,7 +130,8 @@ _RUN_FIELDS = (
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object (printable ASCII): the run, its steps, its pending calls.",
+    help="Print one JSON object (printable ASCII): the run, its steps, its pending calls, "
+    "and the changes of provider its steps record.",
 )
 @config_option
 def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | None) -> None:
@@ -163,7 +166,12 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
             ],
-            "pending": pending_json(data, level),
+            # A waiting run whose state cannot be read says why, never a bare null.
+            "pending": {"problem": lost}
+            if lost is not None
+            else pending_json(data, level, run_id=run_id),
+            # Which provider a run went on with after an allowed change (ADR 0036).
+            "provider_changes": provider_changes(steps),
         }
         click.echo(encode_json_ascii(out))
         return
@@ -173,6 +181,7 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")
+    lines.extend(change_lines(provider_changes(steps)))
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
@@ -265,7 +274,9 @@ def _decide(
         if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
-        state = show_before_deciding(data, level, approve=approve, blind=blind, yes=yes)
+        state = show_before_deciding(
+            data, level, approve=approve, blind=blind, yes=yes, run_id=run_id
+        )
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
         if queued:

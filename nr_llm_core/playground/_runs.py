@@ -326,6 +326,7 @@ class RunManager:
                 "content": result.content,
                 "privacy": view["privacy_level"],
                 "arguments_shown": view["arguments_shown"],
+                "suspended_with": view["provider"],
                 "pending": view["calls"],
             }
         if result.termination_reason is TerminationReason.FAILED:

@@ -28,7 +28,7 @@ from nr_llm_core._audit_records import (
     run_record,
 )
 from nr_llm_core._audit_schema import SchemaVersionError, now
-from nr_llm_core._audit_suspension import claimant_text, lost
+from nr_llm_core._audit_suspension import checked, claimant_text, decoded, lost, unusable
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ConfigurationError
@@ -52,6 +52,7 @@ __all__ = [
     "reworded",
     "take",
     "waiting",
+    "withdraw_approval",
 ]
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
@@ -241,16 +242,21 @@ def _checked(
         raise AuditStoreError(str(exc)) from None
     if not good:
         raise SuspendedStateError(lost(run_id))
-    state = decode_json(text)
-    chosen = None if decisions is None else decode_json(decisions)
-    if type(state) is not dict or (chosen is not None and type(chosen) is not dict):
-        raise SuspendedStateError(lost(run_id))
+    state = decoded(text, run_id)
+    try:
+        chosen = None if decisions is None else decode_json(decisions)
+    except (ValueError, RecursionError):
+        chosen = False  # refused below, never the decoder's message
+    if chosen is not None and type(chosen) is not dict:
+        raise SuspendedStateError(unusable(run_id, "its decisions are not a JSON object"))
     return Found(state=state, decisions=chosen, digest=digest if type(digest) is str else None)
 
 
 def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     """Lock a run that waits (on the turn ``digest``, when given) and return its checked
-    state, or raise the refusal (who claimed it and when, stale, unknown)."""
+    state, or raise the refusal (who claimed it and when, stale, unknown);
+    :class:`SuspendedStateError` when the state is lost, altered, or not one a resume could
+    go on from (see :func:`~nr_llm_core._audit_suspension.checked`)."""
     if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(
@@ -264,7 +270,11 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
         raise resume_refusal(run_id, record)
     if digest is not None and digest != row[18]:
         raise resume_refusal(run_id, record)
-    return _checked(run_id, row[15], row[16], row[17], row[18])
+    found = _checked(run_id, row[15], row[16], row[17], row[18])
+    # Checked as a resume checks it before the caller commits anything (ADR 0036): a state
+    # nobody can resume leaves the run waiting, its row kept.
+    checked(found.state, run_id, found.digest if found.digest is not None else digest)
+    return found
 
 
 def end_suspension(conn: Connection, run_id: str, who: str) -> None:
@@ -299,6 +309,45 @@ def discard(conn: Connection, run_id: str, who: str) -> None:
         )
     )
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
+
+
+def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) -> bool:
+    """Undo an approval for the workers before any approved call ran (ADR 0036): the run
+    waits again on its state (the decisions dropped, the claim cleared). Only while the run
+    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker``,
+    ``running`` in that worker's hands with decisions nobody has begun (it cannot run them);
+    ``False`` when it is no longer so."""
+    if not encodable(run_id):
+        return False
+    row = conn.execute(
+        sa.select(
+            runs.c.taken_by,
+            runs.c.status,
+            states.c.state,
+            states.c.decisions,
+            states.c.mac,
+            states.c.digest,
+            states.c.applying,
+        )
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id)
+        .with_for_update(of=runs)
+    ).first()
+    if row is None or row[3] is None or row[6] is not None:
+        return False
+    taken_by, status = row[0], row[1]
+    if worker is None and status != RunStatus.QUEUED:
+        return False
+    if worker is not None and (status != RunStatus.RUNNING or taken_by != claimant_text(worker)):
+        return False
+    found = _checked(run_id, row[2], row[3], row[4], row[5])
+    put_state(conn, run_id, found.state)
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(status=RunStatus.SUSPENDED.value, claimed_by=None, claimed_at=None, taken_by=None)
+    )
+    return True
 
 
 @final

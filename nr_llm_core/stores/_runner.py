@@ -22,10 +22,12 @@ from typing import Any, Final, final
 from nr_llm_core._audit_records import RunRecord
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState
+from nr_llm_core.errors import ApprovalError
+from nr_llm_core.failures import FailureKind, error_result
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import ToolLoop
 from nr_llm_core.messages import ChatMessage
-from nr_llm_core.provider_record import provider_record
+from nr_llm_core.provider_record import provider_change, provider_record
 from nr_llm_core.providers.base import Completion, Provider, TrustZone, zone_of
 from nr_llm_core.results import ToolSpec
 from nr_llm_core.stores._pg_states import Taken
@@ -80,13 +82,23 @@ class _Zoned:
 
 
 @final
+class _TakenAway(ApprovalError):
+    """The run was taken from this worker between the take and its claim."""
+
+
+@final
 class _TakenRun:
     """The store as the loop sees it while a worker drives a run it was handed: the run
-    already exists (``begin`` names it) and the claim was the take."""
+    already exists (``begin`` names it) and the take was the claim, but for the approved
+    calls: the loop's claim, which comes after every check a resume makes (ADR 0029's
+    included), records that this worker begins them (:meth:`PostgresStore.mark_applying`).
+    ``claimed`` says whether it did."""
 
-    def __init__(self, store: PostgresStore, taken: Taken) -> None:
+    def __init__(self, store: PostgresStore, taken: Taken, worker: str) -> None:
         self._store = store
         self._taken = taken
+        self._worker = worker
+        self.claimed = False
 
     def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
         # The run exists; of what the loop would store with a new one, only the trace context
@@ -122,6 +134,11 @@ class _TakenRun:
     def claim_suspended(
         self, run_id: str, *, digest: str | None = None, claimant: str | None = None
     ) -> Mapping[str, Any]:
+        # Committed before any approved call runs: a worker that takes the run after this
+        # one is lost answers them as lost instead of running them again.
+        if not self._store.mark_applying(run_id, worker=self._worker):
+            raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
+        self.claimed = True
         return self._taken.state
 
     def resume_refusal(self, run_id: str) -> Exception:
@@ -129,6 +146,23 @@ class _TakenRun:
 
 
 ProviderFactory = Callable[[SuspendedRunState], Provider]
+
+
+def _taken_over(
+    state: SuspendedRunState, decisions: Mapping[str, bool]
+) -> tuple[list[ChatMessage], int]:
+    """The answers to the pending calls of a run whose worker was lost after it began them,
+    and how many are :data:`LOST`: a call the approver denied never runs, so it is answered
+    as denied, as the lost worker answered it; every other call may or may not have run."""
+    answers: list[ChatMessage] = []
+    lost = 0
+    for call in state.pending:
+        if call.id in state.needs_approval and decisions.get(call.id) is not True:
+            text = error_result(FailureKind.NOT_APPROVED, call.name)[0].content
+        else:
+            text, lost = LOST, lost + 1
+        answers.append(ChatMessage.tool_result(call.id, text))
+    return answers, lost
 
 
 @final
@@ -183,10 +217,11 @@ class RunExecutor:
         state.verify()
         provider = self.provider_for(state)
         zoned = _Zoned(provider, stricter_zone(taken.trust_zone, zone_of(provider)))
+        persister = _TakenRun(self.store, taken, self.name)
         loop = ToolLoop(
             zoned,
             self.host,
-            persister=_TakenRun(self.store, taken),
+            persister=persister,
             max_iterations=self.max_iterations,
             tool_timeout=self.tool_timeout,
         )
@@ -197,23 +232,53 @@ class RunExecutor:
                 raise RuntimeError("a run with pending calls was handed over without decisions")
             elif taken.applying is not None:
                 # A worker before this one began the approved calls and was lost: they are not
-                # run again; the model is told, and the run goes on.
-                answers = [ChatMessage.tool_result(c.id, LOST) for c in state.pending]
+                # run again; the model is told, and the run goes on. The trail says so, and,
+                # as an approval step would, which provider goes on when it is not the one
+                # the run was suspended with (ADR 0036).
+                answers, lost = _taken_over(state, taken.decisions)
+                self.store.record_step(
+                    taken.run_id,
+                    RunStep.resume(
+                        round=state.iterations,
+                        lost_calls=lost,
+                        provider_change=provider_change(state.provider, zoned),
+                    ),
+                )
                 result = loop.run([*state.messages, *answers], allowed=state.allowed)
             else:
-                if not self.store.mark_applying(taken.run_id, worker=self.name):
-                    return "skipped"
                 # Whichever worker is free resumes a queued run, with its own provider: that is
                 # what queueing the decision asked for (ADR 0033); the zone still applies.
-                result = loop.resume(
-                    state,
-                    approved=taken.decisions,
-                    digest=state.digest,
-                    claimant=self.name,
-                    allow_provider_change=True,
-                )
+                try:
+                    result = loop.resume(
+                        state,
+                        approved=taken.decisions,
+                        digest=state.digest,
+                        claimant=self.name,
+                        allow_provider_change=True,
+                    )
+                except _TakenAway:
+                    return "skipped"
+                except ApprovalError as exc:
+                    if persister.claimed or not self._give_back(taken.run_id, exc):
+                        raise
+                    return "awaiting_approval"
         finally:
             close = getattr(provider, "close", None)
             if callable(close):
                 close()
         return result.termination_reason.value
+
+    def _give_back(self, run_id: str, refused: ApprovalError) -> bool:
+        """A resume this worker refused before any approved call ran (an approved call's
+        tool is not offered here, ADR 0029): the approval is given back and the run waits
+        again on its state, for an approval where the tool is offered (ADR 0036). Whether it
+        was (not when the run was taken away meanwhile)."""
+        if not self.store.withdraw_approval(run_id, worker=self.name):
+            return False
+        # The refusal is host words (host tool names); the operator reads it here.
+        logger.warning(
+            "worker: run %s: %s; the approval is given back and the run waits again",
+            run_id,
+            str(refused)[:300],
+        )
+        return True

@@ -47,6 +47,7 @@ from nr_llm_core._audit_records import (
 )
 from nr_llm_core._audit_schema import now, tokens
 from nr_llm_core._audit_store_base import StoreBase
+from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.privacy import (
     PrivacyLevel,
@@ -517,10 +518,14 @@ class PostgresStore(StoreBase):
         """Claim a suspended run for a worker: the decisions are stored with its state
         (signed), the approver recorded as the claimant, and the run ``queued`` again. Refused
         like :meth:`claim_suspended` (:class:`~nr_llm_core.errors.AlreadyClaimedError` for the
-        second approver)."""
+        second approver), and with :class:`~nr_llm_core.errors.ApprovalError` for decisions a
+        resume would refuse (a call id that is not pending, a value that is not a bool)."""
         who = _st.claimant_text(claimant)
         with self._write() as conn:
             found = _st.waiting(conn, run_id, digest)
+            # Decisions a resume would refuse are refused here, before the commit, where the
+            # approver reads the error (ADR 0036), not later in a worker.
+            decisions_for(SuspendedRunState.from_dict(found.state), decisions)
             _st.put_state(conn, run_id, found.state, decisions=dict(decisions))
             at = now()
             conn.execute(
@@ -528,6 +533,14 @@ class PostgresStore(StoreBase):
                 .where(runs.c.id == run_id)
                 .values(status=RunStatus.QUEUED.value, claimed_by=who, claimed_at=at)
             )
+
+    def withdraw_approval(self, run_id: str, *, worker: str | None = None) -> bool:
+        """Undo :meth:`approve_queued` before any approved call ran: the run waits again on
+        its state, unclaimed, the decisions dropped. Without ``worker``, when no worker can
+        be told of it (the queue refused the job); with it, when that worker, which took the
+        run, cannot run an approved call. ``False`` when the run is no longer so (ADR 0036)."""
+        with self._write() as conn:
+            return _st.withdraw_approval(conn, run_id, worker)
 
     def mark_applying(self, run_id: str, *, worker: str) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it

@@ -23,6 +23,7 @@ import procrastinate
 import sqlalchemy as sa
 
 from nr_llm_core._audit_records import AuditStoreError, RunStatus
+from nr_llm_core._logging import log_exception
 from nr_llm_core._signing import host_key
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.errors import ConfigurationError
@@ -171,9 +172,33 @@ def approve_for_worker(
     claimant: str | None = None,
 ) -> None:
     """Record the decisions on a waiting run (the claim: a second approver is refused, naming
-    the first) and queue it for whichever worker is free to resume."""
+    the first) and queue it for whichever worker is free to resume.
+
+    A job for the run that is already waiting (the queue refuses a second one) takes it. When
+    the queue takes no job at all, the approval is withdrawn and the run waits again, its
+    state kept (:class:`~nr_llm_core._audit_records.AuditStoreError` says so): a decision is
+    never spent on a run no worker will be told of (ADR 0036)."""
     store.approve_queued(run_id, digest=digest, decisions=decisions, claimant=claimant)
-    _defer_or_cancel(store, run_id)
+    url = store.url()
+    try:
+        prepare(url)
+        _defer(url, run_id)
+    except procrastinate.exceptions.AlreadyEnqueued:
+        return  # a job for this run is waiting: the worker that takes it resumes the run
+    except Exception as exc:
+        try:
+            withdrawn = store.withdraw_approval(run_id)
+        except Exception as again:
+            log_exception(logger, "worker queue: could not withdraw run %s", run_id, exc=again)
+            withdrawn = False
+        outcome = (
+            "nothing was decided and the run still waits"
+            if withdrawn
+            else "the approval stands: a worker may have taken the run"
+        )
+        raise AuditStoreError(
+            f"could not queue run {run_id!r} ({type(exc).__name__}): {outcome}"
+        ) from None
 
 
 def _defer_or_cancel(store: PostgresStore, run_id: str) -> None:

@@ -19,25 +19,53 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nr_llm_core import AgentRunPersister, ScriptedProvider, ToolLoop, _audit_schema
+from nr_llm_core import (
+    AgentRunPersister,
+    ScriptedProvider,
+    SuspendedRunState,
+    ToolLoop,
+    _audit_schema,
+)
 from nr_llm_core.audit import SuspendedStateError
 from nr_llm_core.cli import main
+from nr_llm_core.messages import ChatMessage
+from nr_llm_core.providers.base import Usage
 
 from ._support import APPEND_TURNS, append_host, files_holding, owned_files, suspend_append_run
 
 CANARY = "CRASH-CANARY-41d9"
-STATE = {"messages": [{"role": "user", "content": CANARY}], "pending": []}
+
+
+def waiting_state(run_id: str) -> dict[str, object]:
+    """A signed state of ``run_id`` holding the canary, as a claim accepts it."""
+    return SuspendedRunState.create(
+        run_id=run_id,
+        messages=(ChatMessage.user(CANARY),),
+        pending=(),
+        needs_approval=(),
+        iterations=0,
+        tool_rounds=0,
+        usage=Usage(),
+        allowed=None,
+    ).to_dict()
+
 
 CRASH = """
 import os, sys
-from nr_llm_core import _audit_states
+from nr_llm_core import SuspendedRunState, _audit_states
 from nr_llm_core.audit import AgentRunPersister
+from nr_llm_core.messages import ChatMessage
+from nr_llm_core.providers.base import Usage
 
 db, where, canary = sys.argv[1], sys.argv[2], sys.argv[3]
 store = AgentRunPersister(db)
 run = store.begin()
 print(run, flush=True)
-state = {"messages": [{"role": "user", "content": canary}], "pending": []}
+# A state a claim accepts (signed with the host secret), holding the canary.
+state = SuspendedRunState.create(
+    run_id=run, messages=(ChatMessage.user(canary),), pending=(), needs_approval=(),
+    iterations=0, tool_rounds=0, usage=Usage(), allowed=None,
+).to_dict()
 
 def crash(*args, **kwargs):
     real(*args, **kwargs)
@@ -143,6 +171,7 @@ def test_a_state_in_the_old_column_moves_out_on_upgrade(tmp_path: Path) -> None:
     persister of this version moves it to a state file, clears the column, and the run
     resumes from the file; the canary is in no database file afterwards."""
     db = tmp_path / "audit.db"
+    state = waiting_state("old")
     conn = sqlite3.connect(db, isolation_level=None)
     assert _audit_schema.migrate(conn, target=2) == 2
     conn.execute("PRAGMA journal_mode = WAL")
@@ -150,7 +179,7 @@ def test_a_state_in_the_old_column_moves_out_on_upgrade(tmp_path: Path) -> None:
     conn.execute(
         "INSERT INTO runs (id, status, started_at, privacy_level, suspended_state) "
         "VALUES ('old', 'suspended', '2020-01-01T00:00:00.000000Z', 'metadata', ?)",
-        (json.dumps(STATE),),
+        (json.dumps(state),),
     )
     conn.execute(
         "INSERT INTO runs (id, status, started_at, privacy_level, suspended_state) "
@@ -161,9 +190,9 @@ def test_a_state_in_the_old_column_moves_out_on_upgrade(tmp_path: Path) -> None:
     with AgentRunPersister(db) as store:
         record = store.get_run("old")
         assert record is not None and record["suspended"] is True
-        assert store.load_suspended("old") == STATE
+        assert store.load_suspended("old") == state
         held = files_holding(db, [CANARY, CANARY + "-settled"])
         assert set(held) == {CANARY}
         assert all(name.startswith("audit.db-suspended/") for name in held[CANARY])
-        assert store.claim_suspended("old") == STATE
+        assert store.claim_suspended("old") == state
         assert files_holding(db, [CANARY]) == {}

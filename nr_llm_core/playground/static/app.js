@@ -224,9 +224,30 @@
     for (const part of parts) appendVisible(status, part);
   }
 
+  // A provider record ({kind, model}) as the store kept it, in words (shown as text only).
+  function providerWords(record) {
+    if (!record || typeof record !== "object") return "an unrecorded provider";
+    const model = record.model === null || record.model === undefined
+      ? " (no model)" : " (model " + String(record.model) + ")";
+    return String(record.kind) + model;
+  }
+
+  // Which provider a run was suspended with and which went on (ADR 0036), or null when the
+  // step records no change.
+  function providerChange(step) {
+    const change = step.provider_change;
+    if (change && typeof change === "object") {
+      return "suspended with " + providerWords(change.suspended_with) +
+        ", resumed with " + providerWords(change.resumed_with);
+    }
+    return step.provider_changed === true ? "(which one is not recorded)" : null;
+  }
+
   // A step as the run's privacy level keeps it: at metadata and none its content keys are
   // gone and only counts and names remain, so each summary reads either form.
   function stepSummary(step) {
+    const change = providerChange(step);
+    const changed = change === null ? "" : " · provider changed " + change;
     switch (step.kind) {
       case "request": {
         const sent = step.messages_sent ? step.messages_sent.length : step.messages_sent_count;
@@ -243,7 +264,10 @@
         return "tool · " + step.tool_name + (step.tool_is_error ? " (error)" : "");
       case "approval":
         return "approval · " + Object.entries(step.approvals || {})
-          .map(([id, ok]) => id + (ok ? " approved" : " denied")).join(", ");
+          .map(([id, ok]) => id + (ok ? " approved" : " denied")).join(", ") + changed;
+      case "resume":
+        return "resume · " + (typeof step.lost_calls === "number" ? step.lost_calls : "?") +
+          " call(s) not run again" + changed;
       case "error":
         return step.reason === undefined ? "error" : "error · " + step.reason;
       default:
@@ -304,6 +328,11 @@
     const box = clear(document.getElementById("run-approval"));
     box.appendChild(el("h3", null, "Waiting for your approval"));
     box.appendChild(el("p", "muted", "digest ", el("code", "digest", event.digest)));
+    if (event.suspended_with) {
+      // A decision goes on with the provider that wrote the pending turn (ADR 0033).
+      box.appendChild(el("p", "muted suspended-with",
+        "suspended with provider " + providerWords(event.suspended_with)));
+    }
     const shown = event.arguments_shown === true;
     if (!shown) {
       box.appendChild(el("p", "banner warn not-shown",
@@ -429,6 +458,12 @@
         " · provider " + (meta.provider || "-") + " · model " + (meta.model || "-") +
         " · privacy " + detail.run.privacy_level + " · " + detail.steps.length +
         " persisted step(s)"));
+      for (const record of detail.steps) {
+        const change = providerChange(record.step);
+        if (change === null) continue;
+        box.appendChild(el("p", "banner warn provider-change",
+          "provider changed at #" + record.seq + " " + String(record.step.kind) + ": " + change));
+      }
       const list = el("ol", "steps");
       for (const record of detail.steps) {
         const item = el("li", "step");
