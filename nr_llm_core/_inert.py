@@ -12,16 +12,16 @@ of that code runs and nothing read is larger than a few hundred characters.
 from __future__ import annotations
 
 import builtins
+import io
 import itertools
-import linecache
-import os
-import stat
 import threading
+import tokenize
 import types
 from collections import deque
 from typing import Any, Final
 
 from nr_llm_core import errors, results
+from nr_llm_core._private_files import PrivateFileError, read_private_file
 from nr_llm_core.bounding import coerce_utf8, read_str
 
 __all__ = [
@@ -175,19 +175,30 @@ def known_type_phrase(cls: type) -> str:
 # -- traceback frames ---------------------------------------------------------------------------
 
 
-def _source_line(filename: str, lineno: int) -> str | None:
-    """The stripped source line, from a regular file of at most 1 MiB only."""
+def _source_lines(filename: str) -> list[str] | None:
+    """The lines of the regular file ``filename`` of at most 1 MiB, decoded as Python reads
+    source (its coding line, else UTF-8; undecodable bytes replaced), split at ``\n``,
+    ``\r\n`` and ``\r`` as Python numbers them.
+
+    Opened once, never blocking, and decided on the descriptor (a file swapped for a FIFO
+    after a look at the path cannot block the printer); never cached past one traceback (the
+    file is the plugin's to name: a fresh file per call would otherwise stay in memory)."""
     try:
-        info = os.stat(filename)
-    except (OSError, ValueError):
+        data = read_private_file(
+            filename,
+            limit=_MAX_SOURCE_FILE,
+            owner="anyone",
+            forbidden_mode=0,
+            follow_symlinks=True,
+        )
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding, errors="replace")
+    except (PrivateFileError, OSError, ValueError, SyntaxError, LookupError):
         return None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_SOURCE_FILE:
-        return None
-    line = linecache.getline(filename, lineno).strip()
-    return _bounded(line, _MAX_SOURCE_CHARS) or None
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _frame_lines(tb: types.TracebackType) -> list[str]:
+def _frame_lines(tb: types.TracebackType, sources: dict[str, list[str] | None]) -> list[str]:
     code = tb.tb_frame.f_code
     lineno = tb.tb_lineno
     filename = _bounded(code.co_filename, _MAX_FILE_CHARS) or "?"
@@ -195,9 +206,13 @@ def _frame_lines(tb: types.TracebackType) -> list[str]:
     lines = [f'  File "{printable(filename)}", line {lineno}, in {printable(name)}']
     whole = read_str(code.co_filename, _MAX_FILE_CHARS + 1)
     if whole is not None and len(whole) <= _MAX_FILE_CHARS and type(lineno) is int:
-        source = _source_line(whole, lineno)
-        if source is not None:
-            lines.append(f"    {printable(source)}")
+        if whole not in sources:
+            sources[whole] = _source_lines(whole)
+        text = sources[whole]
+        if text is not None and 1 <= lineno <= len(text):
+            source = _bounded(text[lineno - 1].strip(), _MAX_SOURCE_CHARS)
+            if source:
+                lines.append(f"    {printable(source)}")
     return lines
 
 
@@ -217,8 +232,9 @@ def format_frames(tb: types.TracebackType | None) -> str:
     lines: list[str] = []
     if walked > len(kept):
         lines.append(f"  … {walked - len(kept)} earlier frames not shown")
+    sources: dict[str, list[str] | None] = {}  # each file read once per traceback, then dropped
     for entry in kept:
-        lines.extend(_frame_lines(entry))
+        lines.extend(_frame_lines(entry, sources))
     if tb is not None:
         lines.append(f"  … later frames not shown (the traceback is over {_MAX_WALK} long)")
     return "\n".join(lines)
