@@ -435,13 +435,31 @@ def take(
     )
 
 
-def mark_applying(conn: Connection, run_id: str, worker: str) -> bool:
-    """Record that ``worker`` begins running the approved calls of the run it was handed;
-    ``False`` when the run is no longer running with decisions (taken away meanwhile)."""
-    require_open(conn, run_id)
+def mark_applying(conn: Connection, run_id: str, worker: str, attempt: int) -> bool:
+    """Record that ``worker`` begins running the approved calls of the run it was handed in
+    its take number ``attempt``; ``False`` when that take no longer holds the run (the queue
+    handed it to another worker meanwhile, or it was taken away) or somebody already began
+    them: the approved calls run at most once, whichever worker wakes first."""
+    if not encodable(run_id):
+        return False
+    row = conn.execute(
+        sa.select(runs.c.status, runs.c.attempts, runs.c.taken_by)
+        .where(runs.c.id == run_id)
+        .with_for_update()
+    ).first()
+    # A worker the queue gave up on (a stalled heartbeat, not necessarily a dead process)
+    # still holds its old take: only the latest take of the run may begin the calls.
+    if row is None or row[0] != RunStatus.RUNNING or row[1] != attempt:
+        return False
+    if row[2] != claimant_text(worker):
+        return False
     done = conn.execute(
         sa.update(states)
-        .where(states.c.run_id == run_id, states.c.decisions.is_not(None))
+        .where(
+            states.c.run_id == run_id,
+            states.c.decisions.is_not(None),
+            states.c.applying.is_(None),
+        )
         .values(applying=claimant_text(worker))
     )
     return bool(done.rowcount)

@@ -136,7 +136,7 @@ class _TakenRun:
     ) -> Mapping[str, Any]:
         # Committed before any approved call runs: a worker that takes the run after this
         # one is lost answers them as lost instead of running them again.
-        if not self._store.mark_applying(run_id, worker=self._worker):
+        if not self._store.mark_applying(run_id, worker=self._worker, attempt=self._taken.attempt):
             raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
         self.claimed = True
         return self._taken.state

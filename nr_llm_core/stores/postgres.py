@@ -542,12 +542,14 @@ class PostgresStore(StoreBase):
         with self._write() as conn:
             return _st.withdraw_approval(conn, run_id, worker)
 
-    def mark_applying(self, run_id: str, *, worker: str) -> bool:
+    def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it
-        was handed (a worker that takes the run after this one is lost will not run them
-        again); ``False`` when the run was taken away meanwhile."""
+        was handed in its take number ``attempt`` (:attr:`Taken.attempt
+        <nr_llm_core.stores._pg_states.Taken.attempt>`): a worker that takes the run after
+        this one is lost will not run them again. ``False`` when that take no longer holds
+        the run (the queue handed it to another worker) or the calls were already begun."""
         with self._write() as conn:
-            return _st.mark_applying(conn, run_id, worker)
+            return _st.mark_applying(conn, run_id, worker, attempt)
 
     def take(
         self, run_id: str, *, worker: str, zone: str, privacy: PrivacyLevel | str | None = None
