@@ -345,7 +345,7 @@ class PostgresStore(StoreBase):
             conn.execute(
                 sa.update(runs)
                 .where(runs.c.id == run_id)
-                .values(status=RunStatus.SUSPENDED.value, taken_by=None)
+                .values(status=RunStatus.SUSPENDED.value, taken_by=None, termination_reason=None)
             )
 
     def load_suspended(self, run_id: str) -> dict[str, Any] | None:
@@ -531,7 +531,12 @@ class PostgresStore(StoreBase):
             conn.execute(
                 sa.update(runs)
                 .where(runs.c.id == run_id)
-                .values(status=RunStatus.QUEUED.value, claimed_by=who, claimed_at=at)
+                .values(
+                    status=RunStatus.QUEUED.value,
+                    claimed_by=who,
+                    claimed_at=at,
+                    termination_reason=None,  # why a worker gave it back: decided again
+                )
             )
 
     def withdraw_approval(self, run_id: str, *, worker: str | None = None) -> bool:
@@ -541,6 +546,14 @@ class PostgresStore(StoreBase):
         run, cannot run an approved call. ``False`` when the run is no longer so (ADR 0036)."""
         with self._write() as conn:
             return _st.withdraw_approval(conn, run_id, worker)
+
+    def give_back(self, run_id: str) -> bool:
+        """Hand a run this worker cannot take (its state fails this worker's checks: another
+        host secret, altered, unreadable) back to the operator: it waits again, unclaimed,
+        its state row as it is, reason ``state_not_verified``; only while nobody began its
+        approved calls. Whether it was (ADR 0038)."""
+        with self._write() as conn:
+            return _st.give_back(conn, run_id)
 
     def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it
