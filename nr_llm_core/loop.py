@@ -638,8 +638,21 @@ class ToolLoop:
         claimed = self.persister.claim_suspended(
             state.run_id, digest=state.digest, claimant=claimant
         )
-        if claimed.get("digest") != state.digest:  # the digest covers every field
-            raise ApprovalError("stale approval: the run's pending turn has changed")
+        if isinstance(claimed, Mapping) and claimed.get("digest") == state.digest:
+            return  # the digest covers every field
+        # A store that does not check what its claim hands over (nr-llm's do, ADR 0036) has
+        # committed the claim of another turn, or of nothing: no tool runs, and the run is
+        # put back to wait on what the store held (else the turn checked here), where it can
+        # be decided again or discarded, never left claimed with its state gone (ADR 0038).
+        back = dict(claimed) if isinstance(claimed, Mapping) else state.to_dict()
+        try:
+            self.persister.suspend(state.run_id, back)
+            outcome = "the run waits again"
+        except Exception:
+            outcome = "the store did not take the run back: discard it"
+        raise ApprovalError(
+            f"stale approval: the run's pending turn has changed; nothing ran and {outcome}"
+        )
 
 
 def _records(run: _Run, messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:

@@ -182,6 +182,9 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")
     lines.extend(change_lines(provider_changes(steps)))
+    note = _given_back_note(run)
+    if note is not None:
+        lines.append(note)
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
@@ -193,6 +196,25 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         lines.append("")
         lines.append(f"warning: {visible(lost, keep_newlines=False)}")
     page("\n".join(lines))
+
+
+# Why a run waits again after a worker handed it back (ADR 0038), in the operator's words.
+_GIVEN_BACK = {
+    "approval_given_back": "a worker gave the approval back: it does not offer an approved "
+    "call's tool (the worker's log names it); approve again where the tool is offered, or "
+    "deny or discard it",
+    "state_not_verified": "a worker could not take the run: its saved state is not signed "
+    "with that worker's host secret, or cannot be read there (the worker's log says which); "
+    "approve again for workers that share this store's secret, or discard it",
+}
+
+
+def _given_back_note(run: dict[str, Any]) -> str | None:
+    """The line that says why a waiting run waits again, when a worker handed it back."""
+    if run.get("status") != "suspended":
+        return None
+    text = _GIVEN_BACK.get(str(run.get("termination_reason")))
+    return None if text is None else f"note: {text}"
 
 
 def _queued(store: Any, run_id: str) -> bool:

@@ -44,6 +44,7 @@ __all__ = [
     "discard",
     "end_suspension",
     "engine",
+    "give_back",
     "mark_applying",
     "migrate",
     "put_state",
@@ -54,6 +55,13 @@ __all__ = [
     "waiting",
     "withdraw_approval",
 ]
+
+#: The reason a run waits again after a worker gave its approval back (ADR 0038): it could
+#: not run an approved call (the tool is not offered there, ADR 0029).
+GIVEN_BACK: Final = "approval_given_back"
+#: The reason a run waits again after a worker could not check its saved state (ADR 0038):
+#: not signed with that worker's host secret, altered, or not a state it can read.
+NOT_VERIFIED: Final = "state_not_verified"
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
 # Any constant: the advisory lock that makes concurrent first opens migrate once.
@@ -282,7 +290,12 @@ def end_suspension(conn: Connection, run_id: str, who: str) -> None:
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id, runs.c.status == RunStatus.SUSPENDED.value)
-        .values(status=RunStatus.RUNNING.value, claimed_by=who, claimed_at=now())
+        .values(
+            status=RunStatus.RUNNING.value,
+            claimed_by=who,
+            claimed_at=now(),
+            termination_reason=None,  # a worker's give-back reason: it is resumed now
+        )
     )
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
 
@@ -345,7 +358,50 @@ def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) 
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
-        .values(status=RunStatus.SUSPENDED.value, claimed_by=None, claimed_at=None, taken_by=None)
+        .values(
+            status=RunStatus.SUSPENDED.value,
+            claimed_by=None,
+            claimed_at=None,
+            taken_by=None,
+            # The approver was told "queued": the run says why it waits again (ADR 0038).
+            # A refused enqueue is said to the approver itself, in the command's error.
+            termination_reason=None if worker is None else GIVEN_BACK,
+        )
+    )
+    return True
+
+
+def give_back(conn: Connection, run_id: str) -> bool:
+    """Hand a run a worker could not take back to the operator (ADR 0038): its state row
+    failed this worker's checks (:data:`NOT_VERIFIED`), so the run waits again, unclaimed,
+    its row kept as it is (this worker cannot sign another), with the reason recorded, where
+    ``runs list`` and ``runs show`` say it and ``runs approve`` or ``runs discard`` act on it.
+
+    Only while nobody began its approved calls: ``queued``, or ``running`` again after its
+    worker was lost before it began them. ``False`` otherwise (a run whose approved calls may
+    have run must never wait for an approval that would run them again)."""
+    if not encodable(run_id):
+        return False
+    row = conn.execute(
+        sa.select(runs.c.status, states.c.run_id, states.c.applying)
+        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
+        .where(runs.c.id == run_id)
+        .with_for_update(of=runs)
+    ).first()
+    if row is None or row[1] is None or row[2] is not None:
+        return False
+    if row[0] not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return False
+    conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(
+            status=RunStatus.SUSPENDED.value,
+            claimed_by=None,
+            claimed_at=None,
+            taken_by=None,
+            termination_reason=NOT_VERIFIED,
+        )
     )
     return True
 
@@ -405,6 +461,9 @@ def take(
     if status != RunStatus.QUEUED and not (status == RunStatus.RUNNING and row[4] is not None):
         return None
     found = _checked(run_id, row[4], row[5], row[6], row[7])
+    # Checked as a claim checks it (ADR 0036), before the run is handed over: a state this
+    # worker cannot resume raises here, nothing committed, and the worker gives it back.
+    checked(found.state, run_id, found.digest)
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
@@ -435,13 +494,31 @@ def take(
     )
 
 
-def mark_applying(conn: Connection, run_id: str, worker: str) -> bool:
-    """Record that ``worker`` begins running the approved calls of the run it was handed;
-    ``False`` when the run is no longer running with decisions (taken away meanwhile)."""
-    require_open(conn, run_id)
+def mark_applying(conn: Connection, run_id: str, worker: str, attempt: int) -> bool:
+    """Record that ``worker`` begins running the approved calls of the run it was handed in
+    its take number ``attempt``; ``False`` when that take no longer holds the run (the queue
+    handed it to another worker meanwhile, or it was taken away) or somebody already began
+    them: the approved calls run at most once, whichever worker wakes first."""
+    if not encodable(run_id):
+        return False
+    row = conn.execute(
+        sa.select(runs.c.status, runs.c.attempts, runs.c.taken_by)
+        .where(runs.c.id == run_id)
+        .with_for_update()
+    ).first()
+    # A worker the queue gave up on (a stalled heartbeat, not necessarily a dead process)
+    # still holds its old take: only the latest take of the run may begin the calls.
+    if row is None or row[0] != RunStatus.RUNNING or row[1] != attempt:
+        return False
+    if row[2] != claimant_text(worker):
+        return False
     done = conn.execute(
         sa.update(states)
-        .where(states.c.run_id == run_id, states.c.decisions.is_not(None))
+        .where(
+            states.c.run_id == run_id,
+            states.c.decisions.is_not(None),
+            states.c.applying.is_(None),
+        )
         .values(applying=claimant_text(worker))
     )
     return bool(done.rowcount)

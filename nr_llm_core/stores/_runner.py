@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
-from nr_llm_core._audit_records import RunRecord
+from nr_llm_core._audit_records import RunRecord, SuspendedStateError
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.errors import ApprovalError
@@ -136,7 +136,7 @@ class _TakenRun:
     ) -> Mapping[str, Any]:
         # Committed before any approved call runs: a worker that takes the run after this
         # one is lost answers them as lost instead of running them again.
-        if not self._store.mark_applying(run_id, worker=self._worker):
+        if not self._store.mark_applying(run_id, worker=self._worker, attempt=self._taken.attempt):
             raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
         self.claimed = True
         return self._taken.state
@@ -196,9 +196,12 @@ class RunExecutor:
         """Take ``run_id`` and drive it until it ends or waits again; return what happened
         (``completed``, ``awaiting_approval``, ``failed`` …, or ``skipped`` when the run was
         not one to execute). Never raises for a run's own failure: it is settled failed."""
-        taken = self.store.take(
-            run_id, worker=self.name, zone=self.zone.value, privacy=self.privacy
-        )
+        try:
+            taken = self.store.take(
+                run_id, worker=self.name, zone=self.zone.value, privacy=self.privacy
+            )
+        except SuspendedStateError as exc:
+            return self._cannot_take(run_id, exc)
         if taken is None:
             logger.info("worker: run %s is not queued; nothing to do", run_id)
             return "skipped"
@@ -267,6 +270,21 @@ class RunExecutor:
             if callable(close):
                 close()
         return result.termination_reason.value
+
+    def _cannot_take(self, run_id: str, refused: SuspendedStateError) -> str:
+        """The run's state failed this worker's checks (another host secret, altered,
+        unreadable): nothing was taken. The run goes back to the operator, waiting with its
+        reason recorded, instead of staying ``queued`` where no job will come (ADR 0038);
+        the job fails as before when the run cannot go back (its approved calls were begun)."""
+        if not self.store.give_back(run_id):
+            raise refused
+        # The refusal is host words (SuspendedStateError never quotes the state).
+        logger.warning(
+            "worker: run %s: %s; it waits again for the operator (state_not_verified)",
+            run_id,
+            str(refused)[:300],
+        )
+        return "given_back"
 
     def _give_back(self, run_id: str, refused: ApprovalError) -> bool:
         """A resume this worker refused before any approved call ran (an approved call's

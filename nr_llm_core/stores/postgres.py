@@ -345,7 +345,7 @@ class PostgresStore(StoreBase):
             conn.execute(
                 sa.update(runs)
                 .where(runs.c.id == run_id)
-                .values(status=RunStatus.SUSPENDED.value, taken_by=None)
+                .values(status=RunStatus.SUSPENDED.value, taken_by=None, termination_reason=None)
             )
 
     def load_suspended(self, run_id: str) -> dict[str, Any] | None:
@@ -531,7 +531,12 @@ class PostgresStore(StoreBase):
             conn.execute(
                 sa.update(runs)
                 .where(runs.c.id == run_id)
-                .values(status=RunStatus.QUEUED.value, claimed_by=who, claimed_at=at)
+                .values(
+                    status=RunStatus.QUEUED.value,
+                    claimed_by=who,
+                    claimed_at=at,
+                    termination_reason=None,  # why a worker gave it back: decided again
+                )
             )
 
     def withdraw_approval(self, run_id: str, *, worker: str | None = None) -> bool:
@@ -542,12 +547,22 @@ class PostgresStore(StoreBase):
         with self._write() as conn:
             return _st.withdraw_approval(conn, run_id, worker)
 
-    def mark_applying(self, run_id: str, *, worker: str) -> bool:
-        """Record, committed, that ``worker`` begins running the approved calls of the run it
-        was handed (a worker that takes the run after this one is lost will not run them
-        again); ``False`` when the run was taken away meanwhile."""
+    def give_back(self, run_id: str) -> bool:
+        """Hand a run this worker cannot take (its state fails this worker's checks: another
+        host secret, altered, unreadable) back to the operator: it waits again, unclaimed,
+        its state row as it is, reason ``state_not_verified``; only while nobody began its
+        approved calls. Whether it was (ADR 0038)."""
         with self._write() as conn:
-            return _st.mark_applying(conn, run_id, worker)
+            return _st.give_back(conn, run_id)
+
+    def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
+        """Record, committed, that ``worker`` begins running the approved calls of the run it
+        was handed in its take number ``attempt`` (:attr:`Taken.attempt
+        <nr_llm_core.stores._pg_states.Taken.attempt>`): a worker that takes the run after
+        this one is lost will not run them again. ``False`` when that take no longer holds
+        the run (the queue handed it to another worker) or the calls were already begun."""
+        with self._write() as conn:
+            return _st.mark_applying(conn, run_id, worker, attempt)
 
     def take(
         self, run_id: str, *, worker: str, zone: str, privacy: PrivacyLevel | str | None = None

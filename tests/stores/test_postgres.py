@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError
+from nr_llm_core.messages import ChatMessage
 from nr_llm_core.stores import masked, open_store
 from nr_llm_core.stores._tables import events, runs
 from nr_llm_core.stores.postgres import PostgresStore
@@ -123,7 +124,8 @@ def test_a_run_that_moves_keeps_the_stricter_zone_and_level(pg_url: str) -> None
         assert isinstance(store, PostgresStore)
         state = SuspendedRunState.create(
             run_id="moving",
-            messages=(),
+            # A start state as enqueue_run writes one: take reads it as a claim does.
+            messages=(ChatMessage.user("go"),),
             pending=(),
             needs_approval=(),
             iterations=0,
@@ -163,7 +165,7 @@ def test_a_worker_keeps_level_text_a_newer_version_wrote(pg_url: str) -> None:
         for run_id in ("newer", "newer-none"):
             state = SuspendedRunState.create(
                 run_id=run_id,
-                messages=(),
+                messages=(ChatMessage.user("go"),),
                 pending=(),
                 needs_approval=(),
                 iterations=0,

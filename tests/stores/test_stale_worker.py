@@ -1,0 +1,49 @@
+"""A worker the queue gave up on must not run an approved call that its successor runs.
+
+procrastinate hands a job whose worker sent no heartbeat for ``stalled_after`` seconds to
+another worker (its stalled-job retry). The first worker need not be dead: a paused process,
+a stalled heartbeat, a long garbage collection. Both then hold the run: the second through its
+``take`` (the run is ``running`` with its state), the first from before. Each records that it
+begins the approved calls (``mark_applying``) before it runs them; that record must admit one
+of them only: the worker that holds the run now, and only if nobody began the calls before.
+"""
+
+from __future__ import annotations
+
+from nr_llm_core.stores import open_store
+
+from ..store._support import suspend_append_run
+
+
+def test_the_worker_that_lost_the_run_to_a_retry_cannot_begin_its_approved_calls(
+    pg_store_url: str,
+) -> None:
+    """Worker ``A`` takes the approved run; the queue hands it again to ``B`` (A stalled, not
+    dead). ``B`` begins the approved calls; ``A``, waking, must be refused (it was admitted
+    too: the record checked only that the run was open with decisions, so the approved
+    append ran twice)."""
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        first = store.take(run_id, worker="A", zone="local")  # type: ignore[attr-defined]
+        second = store.take(run_id, worker="B", zone="local")  # type: ignore[attr-defined]
+        assert first is not None and second is not None
+        assert (first.attempt, second.attempt) == (1, 2)
+        assert store.mark_applying(run_id, worker="B", attempt=second.attempt)  # type: ignore[attr-defined]
+        assert not store.mark_applying(run_id, worker="A", attempt=first.attempt)  # type: ignore[attr-defined]
+
+
+def test_a_stale_take_is_refused_even_before_its_successor_begins(pg_store_url: str) -> None:
+    """The order reversed: ``A`` wakes first, after ``B`` took the run but before ``B``
+    began. ``A`` no longer holds the run and is refused; ``B`` begins. Two jobs of one worker
+    process share its name, so the take is told apart by its attempt, not only the name."""
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        first = store.take(run_id, worker="same", zone="local")  # type: ignore[attr-defined]
+        second = store.take(run_id, worker="same", zone="local")  # type: ignore[attr-defined]
+        assert first is not None and second is not None
+        assert not store.mark_applying(run_id, worker="same", attempt=first.attempt)  # type: ignore[attr-defined]
+        assert store.mark_applying(run_id, worker="same", attempt=second.attempt)  # type: ignore[attr-defined]
+        # Once begun, nobody begins again, not even the same take.
+        assert not store.mark_applying(run_id, worker="same", attempt=second.attempt)  # type: ignore[attr-defined]
