@@ -29,23 +29,30 @@ from array import array
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "mask_members"]
+__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "NameJudge", "mask_members"]
 
 #: How many JSON strings deep JSON text is read (a quote 8 strings deep has 255 backslashes).
 MAX_STRING_DEPTH: Final = 8
 
-#: ``judge(name, value, quoted)``: whether the member ``name`` (decoded) with ``value`` (its
-#: decoded string, or a number as written when not ``quoted``) is masked whole.
-MemberJudge = Callable[[str, str, bool], bool]
+#: ``is_name(name)``: whether ``name`` (a member's name, decoded) is a credential name, whose
+#: value's strings and numbers (the value itself, or every one inside an array or object) are
+#: judged by a :data:`MemberJudge`.
+NameJudge = Callable[[str], bool]
+#: ``judge(name, value, quoted)``: the mask that replaces ``value`` (a decoded string, or a
+#: number as written when not ``quoted``) under the credential name ``name`` whole, or
+#: ``None`` to keep it. A mask must need no escape in a JSON string.
+MemberJudge = Callable[[str, str, bool], str | None]
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number or
-# a literal. Every run is possessive and none sits inside another.
+# a literal (``NaN`` and the infinities as Python's ``json`` writes them). Every run is
+# possessive and none sits inside another.
 _TOKEN: Final = re.compile(
     r"[ \t\n\r]*+(?:(?P<punct>[{}\[\]:,])|(?P<string>\")"
     r"|(?P<number>-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+)"
-    r"|(?P<literal>true|false|null))"
+    r"|(?P<literal>true|false|null|NaN|-?Infinity))"
 )
-_STARTS_AS_JSON: Final = re.compile(r"[ \t\n\r]*+[{\[\"]")
+# Where JSON may start: an object, an array, or a string (a quote no backslash escapes).
+_JSON_START: Final = re.compile(r"(?<!\\)[{\[\"]")
 # One escape of a JSON string, a surrogate pair as one (json decodes it to one character).
 _STRING_ESCAPE: Final = re.compile(
     r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}"
@@ -62,9 +69,9 @@ _CLOSES: Final = {"{": "}", "[": "]"}
 
 
 class _Scalar(NamedTuple):
-    """A string, or a number that is a member's value, as read."""
+    """A string, or a number under a credential name, as read."""
 
-    name: str | None  # the member it is the value of (decoded), if any
+    name: str | None  # the credential name it is the value of, or is inside the value of
     low: int  # where its content starts (a string's after its quote)
     high: int  # where it ends (before a string's closing quote; the text's end when cut)
     value: str  # the content decoded (a number as written)
@@ -84,68 +91,98 @@ def _complete_part(text: str, low: int) -> int:
     return len(text)
 
 
-def _string(text: str, start: int, name: str | None) -> _Scalar | None:
+def _string(text: str, start: int, name: str | None) -> _Scalar | int:
     """The string whose quote is at ``start``: decoded; cut by the end of ``text`` (a cap),
-    decoded as far as it is complete; ``None`` when it is malformed (JSON ends before it)."""
+    decoded as far as it is complete. When it is malformed (an invalid escape), where it
+    ends: reading goes on after it."""
     try:
         value, end = _DECODER.raw_decode(text, start)
     except ValueError:
-        if _CLOSING_QUOTE.search(text, start + 1) is not None:
-            return None  # closed, so not cut: an invalid escape
+        closing = _CLOSING_QUOTE.search(text, start + 1)
+        if closing is not None:
+            return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
         return _Scalar(name, start + 1, len(text), value, read, quoted=True)
     return _Scalar(name, start + 1, end - 1, value, end - 1, quoted=True)
 
 
-def _scalars(text: str) -> list[_Scalar]:
-    """Every string, and every number that is a member's value, of ``text`` as far as it
-    reads as JSON (module docstring), in order."""
+def _scalars(text: str, is_name: NameJudge) -> list[_Scalar]:
+    """Every string, and every number under a credential name, of the JSON in ``text``, in
+    order: read from each place JSON may start, on from where the reading before stopped
+    (module docstring)."""
     found: list[_Scalar] = []
-    stack: list[str] = []
-    state, name, pos = _VALUE, None, 0
+    pos = 0
+    while (start := _JSON_START.search(text, pos)) is not None:
+        pos = _read(text, start.start(), is_name, found)
+    return found
+
+
+def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
+    """Read JSON values from ``pos`` (where JSON may start) into ``found``, up to the first
+    token that does not fit; return where that token starts (always past ``pos``), where a
+    malformed string ends, or the end of ``text``."""
+    # The open containers: each one's closing punctuation, and the credential name its
+    # strings and numbers are under (the name whose value it is, or is inside), if any.
+    stack: list[tuple[str, str | None]] = []
+    state = _VALUE
+    name: str | None = None  # the member whose value comes next
+    top: str | None = None  # a string just read at the top: a name, if a colon follows
     while (m := _TOKEN.match(text, pos)) is not None:
         kind = m.lastgroup or ""
-        start, pos, lexeme = m.start(kind), m.end(), m.group(kind)
-        if kind == "punct" and lexeme in "]}":
-            closes = (
-                (state == _FIRST_KEY and lexeme == "}")
-                or (state == _FIRST_ITEM and lexeme == "]")
-                or (state == _AFTER and _CLOSES[stack[-1]] == lexeme)
-            )
-            if not closes:
-                return found
+        start, lexeme = m.start(kind), m.group(kind)
+        key, top, pos = top, None, m.end()
+        if kind == "string":
+            under = None
+            if state not in (_FIRST_KEY, _KEY):  # a value's string, not a name's
+                if state not in (_VALUE, _FIRST_ITEM):
+                    return start
+                under = name if name is not None and is_name(name) else _under(stack)
+            read = _string(text, start, under)
+            if isinstance(read, int):
+                return read
+            found.append(read)  # a name is read too, for JSON in it (never masked)
+            pos = read.high + 1
+            if pos > len(text):  # cut: the string runs to the end
+                return len(text)
+            if state in (_FIRST_KEY, _KEY):
+                name, state = read.value, _COLON
+            else:
+                top = None if stack else read.value
+                state, name = (_AFTER if stack else _VALUE), None
+        elif kind == "punct" and lexeme in "]}":
+            if state not in (_FIRST_KEY, _FIRST_ITEM, _AFTER) or stack[-1][0] != lexeme:
+                return start
             stack.pop()
             state = _AFTER if stack else _VALUE
-        elif state == _COLON:
-            if lexeme != ":":
-                return found
+        elif lexeme == ":":
+            if state != _COLON and key is None:
+                return start
+            if key is not None:  # a member without its object (a grep line, a cut head)
+                stack.append(("}", None))
+                name = key
             state = _VALUE
-        elif state in (_FIRST_KEY, _KEY):
-            key = _string(text, start, None) if kind == "string" else None
-            if key is None or key.high == len(text):  # malformed, or cut
-                return found
-            name, pos, state = key.value, key.high + 1, _COLON
-        elif state == _AFTER:
-            if lexeme != ",":
-                return found
-            state, name = (_KEY if stack[-1] == "{" else _VALUE), None
-        elif lexeme in ("{", "["):  # a value, in _VALUE or _FIRST_ITEM
-            stack.append(lexeme)
+        elif lexeme == ",":
+            if state != _AFTER:
+                return start
+            state, name = (_KEY if stack[-1][0] == "}" else _VALUE), None
+        elif state not in (_VALUE, _FIRST_ITEM):
+            return start
+        elif lexeme in ("{", "["):
+            under = name if name is not None and is_name(name) else _under(stack)
+            stack.append((_CLOSES[lexeme], under))
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
-        else:
-            if kind == "string":
-                scalar = _string(text, start, name)
-                if scalar is None:
-                    return found
-                found.append(scalar)
-                pos = scalar.high + 1
-            elif kind == "number" and name is not None:
-                found.append(_Scalar(name, start, pos, lexeme, pos, quoted=False))
-            elif kind == "punct":
-                return found
+        else:  # a number or a literal
+            under = name if name is not None and is_name(name) else _under(stack)
+            if kind == "number" and under is not None:
+                found.append(_Scalar(under, start, pos, lexeme, pos, quoted=False))
             state, name = (_AFTER if stack else _VALUE), None
-    return found
+    return pos
+
+
+def _under(stack: list[tuple[str, str | None]]) -> str | None:
+    """The credential name the innermost open container is the value of, or is inside."""
+    return stack[-1][1] if stack else None
 
 
 def _content_starts(text: str, scalar: _Scalar) -> array[int]:
@@ -170,11 +207,11 @@ def _quote_at(depth: int) -> str:
     return quote
 
 
-def mask_members(text: str, judge: MemberJudge, mask: str) -> str:
-    """``text`` with the whole value of every member ``judge`` chooses replaced by ``mask``
-    (module docstring); ``text`` itself when it holds none. ``mask`` must need no escape in a
-    JSON string."""
-    if _STARTS_AS_JSON.match(text) is None:
+def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
+    """``text`` with every string and number under a credential name (``is_name``) replaced
+    by the mask ``judge`` gives it, if any (module docstring); ``text`` itself when it holds
+    none."""
+    if _JSON_START.search(text) is None:
         return text
     regions: list[tuple[int, int, str]] = []
     # Each layer: JSON text, where each of its characters starts in ``text`` (None at the top:
@@ -182,9 +219,10 @@ def mask_members(text: str, judge: MemberJudge, mask: str) -> str:
     layers: list[tuple[str, array[int] | None, int]] = [(text, None, 0)]
     while layers:
         layer, starts, depth = layers.pop()
-        for scalar in _scalars(layer):
+        for scalar in _scalars(layer, is_name):
             low, high, value = scalar.low, scalar.high, scalar.value
-            if scalar.name is not None and judge(scalar.name, value, scalar.quoted):
+            mask = None if scalar.name is None else judge(scalar.name, value, scalar.quoted)
+            if mask is not None:
                 replacement = mask
                 if not scalar.quoted:
                     quote = _quote_at(depth)
@@ -193,7 +231,7 @@ def mask_members(text: str, judge: MemberJudge, mask: str) -> str:
                     if starts is not None:
                         low, high = starts[low], starts[high]
                     regions.append((low, high, replacement))
-            elif scalar.quoted and depth < MAX_STRING_DEPTH and _STARTS_AS_JSON.match(value):
+            elif scalar.quoted and depth < MAX_STRING_DEPTH and _JSON_START.search(value):
                 inner = _content_starts(layer, scalar)
                 if len(inner) != len(value) + 1:  # the way back must hold every character
                     raise ValueError("a JSON string was read inconsistently")

@@ -128,17 +128,40 @@ def _mask_encoded(text: str) -> str:
 
 
 _MEMBER_MASK: Final = mask("credential-value")
+_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+
+
+def _is_credential_member(name: str) -> bool:
+    # A credential name of the catalogue's shape or of the structured-value walk.
+    return is_credential_name(name) or is_sensitive_key(name)
 
 
 def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
-    # A credential name of the catalogue's shape or of the structured-value walk, whose value
-    # is one (nr_llm_core/_secret_checks.py: member_is_secret).
-    credential_name = is_credential_name(name) or is_sensitive_key(name)
-    return credential_name and member_is_secret(name, value, quoted=quoted)
+    # A string or number under a credential name that is a secret, not a placeholder, a
+    # literal or a count (nr_llm_core/_secret_checks.py: member_is_secret).
+    return _is_credential_member(name) and member_is_secret(name, value, quoted=quoted)
+
+
+def _member_mask(name: str, value: str, quoted: bool) -> str | None:
+    # The mask over the whole of a secret under a credential name in JSON text (ADR 0035):
+    # the catalogue's, where one of its shapes masks the whole value under that name (an AWS
+    # secret key, a GitHub token: the label says what it was), the credential-value mask
+    # otherwise. Only the label is the catalogue's: the whole value is masked either way.
+    if not _is_secret_member(name, value, quoted):
+        return None
+    head = '"' + name + '": "'
+    masked = _mask_to_fixed_point(head + value + '"')
+    if (
+        masked.startswith(head)
+        and masked.endswith('"')
+        and _ONE_MASK.fullmatch(masked, len(head), len(masked) - 1)
+    ):
+        return masked[len(head) : -1]
+    return _MEMBER_MASK
 
 
 def _mask_json_members(text: str) -> str:
-    return mask_members(text, _is_secret_member, _MEMBER_MASK)
+    return mask_members(text, _is_credential_member, _member_mask)
 
 
 def _mask_secrets(text: str) -> str:

@@ -415,7 +415,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         positive=(
             "Cookie: sessionid=⟦38afes7a8⟧; csrftoken=⟦Wk5c3PL0d9⟧",
             "Set-Cookie: id=⟦a3fWa⟧; Expires=Thu, 21 Oct 2021 07:28:00 GMT; Secure; HttpOnly",
-            '"cookie": "_gitlab_session=⟦0123456789abcdef⟧"',
+            # In JSON text the member's whole value is one credential-value mask (ADR 0035).
+            "{'cookie': '_gitlab_session=⟦0123456789abcdef⟧'}",
         ),
         negative=(
             "Cookie: a small baked treat",

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from nr_llm_core import _json_members as reader
-from nr_llm_core.redaction import _is_secret_member, mask_secrets
+from nr_llm_core.redaction import _is_credential_member, _member_mask, mask_secrets
 
 
 class _Work:
@@ -81,14 +81,14 @@ class _CountedDecoder:
 @pytest.fixture
 def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     counted = _Work()
-    for name in ("_TOKEN", "_STRING_ESCAPE", "_CLOSING_QUOTE", "_STARTS_AS_JSON"):
+    for name in ("_TOKEN", "_STRING_ESCAPE", "_CLOSING_QUOTE", "_JSON_START"):
         monkeypatch.setattr(reader, name, _CountedRegex(getattr(reader, name), counted))
     monkeypatch.setattr(reader, "_DECODER", _CountedDecoder(reader._DECODER, counted))
     scalars = reader._scalars
 
-    def counted_scalars(text: str) -> list[Any]:
+    def counted_scalars(text: str, is_name: Callable[[str], bool]) -> list[Any]:
         counted.add(len(text))  # the layer itself, and the way back built for it
-        return scalars(text)
+        return scalars(text, is_name)
 
     monkeypatch.setattr(reader, "_scalars", counted_scalars)
     return counted
@@ -136,7 +136,7 @@ INPUTS: dict[str, Callable[[int], str]] = {
 
 def _work(work: _Work, text: str) -> int:
     before = work.total
-    reader.mask_members(text, _is_secret_member, "[REDACTED:credential-value]")
+    reader.mask_members(text, _is_credential_member, _member_mask)
     return work.total - before
 
 
