@@ -1,24 +1,34 @@
-"""Whole values of chosen members of JSON text, masked over the characters they were written with.
+"""Secrets under credential names in JSON text, masked whole where they were written.
 
 The redactor's shapes read a value up to its closing quote, and in text that is not JSON an
 escaped quote has to end it (``print(\\"token=EOF\\")``). In JSON text a string's end is known
 exactly: ``{"password": "hunter2\\"TAIL"}`` holds one value, ``hunter2"TAIL``. :func:`mask_members`
-reads text as JSON where it is JSON and puts the mask over the whole value of every member a
-judge chooses (ADR 0035):
+reads text as JSON wherever it is JSON and puts a mask over the whole of every string and number
+under a credential name that a judge chooses (ADR 0035, and its red team):
 
-- *JSON text* is a JSON value, several in a row (JSON Lines), or the start of one (a document
-  cut by a cap); reading stops at the first thing that is not JSON, and what was read before
-  counts. Text that does not start as JSON is left alone. Raw control characters in strings
-  are read as Python's ``json`` reads them with ``strict=False``.
-- *Nested*: a string whose content is JSON text is read the same way, to
+- *Where JSON is read*: from every place JSON may start (``{``, ``[``, or a quote no
+  backslash escapes), as far as it reads as JSON, and from the next such place after where
+  that reading stopped. So a document after other text (``curl -i``'s headers, a log line's
+  prefix, a byte order mark), JSON Lines with other lines between them, a document cut by a
+  cap (a string cut before its closing quote runs to the end of the text), and the rest of a
+  document after a token that is not JSON (``True``, a comment, a trailing comma) are read.
+  A string read at the top that a colon follows is a member's name without its object (a
+  ``grep`` line of a pretty-printed file). ``NaN`` and ``Infinity`` are read as Python's
+  ``json`` writes them; raw control characters in strings as it reads them with
+  ``strict=False``.
+- *Under a credential name*: a member's value, and every string and number inside an array
+  or object that is one (``{"set-cookie": ["sid=…"]}``), is judged under that name.
+- *Nested*: a string (a value or a name) that holds JSON is read the same way, to
   :data:`MAX_STRING_DEPTH` strings deep (tool-call arguments, a response body in a log record).
-- *The mask*: a string value's content is replaced, its quotes stay; a number becomes the mask
-  as a JSON string. Every other character is kept as written, so the text is the same JSON at
-  every depth. A string cut before its closing quote is masked to the end of the text.
+- *The mask*: a string's content is replaced, its quotes stay; a number becomes the mask as a
+  JSON string. Every other character is kept as written, so the text is the same JSON at every
+  depth. A string cut before its closing quote is masked to the end of the text.
 
-Linear: one scan per JSON string depth (each layer is the content of strings of the layer
-above, so a layer is never longer than the text), with regexes whose runs are possessive and
-never nested, ``json``'s own string scanner, and array maps for the way back.
+Linear: a reading that stops goes on from where it stopped (or after the string it could not
+read), never from where it started, so each layer is read once; one layer per JSON string depth
+(each is the content of strings of the layer above, so a layer is never longer than the text),
+with regexes whose runs are possessive and never nested, ``json``'s own string scanner, and
+array maps for the way back.
 """
 
 from __future__ import annotations

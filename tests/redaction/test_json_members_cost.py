@@ -67,8 +67,11 @@ class _CountedDecoder:
     def raw_decode(self, text: str, idx: int = 0) -> tuple[Any, int]:
         try:
             value, end = self.decoder.raw_decode(text, idx)
-        except ValueError:
-            self.work.add(len(text) - idx)  # a failure may have read to the end
+        except json.JSONDecodeError as exc:
+            # An unterminated string was read to the end; any other failure (an invalid
+            # escape) stops the scanner where the error is.
+            unterminated = exc.msg.startswith("Unterminated")
+            self.work.add((len(text) if unterminated else exc.pos + 6) - idx)
             raise
         self.work.add(end - idx)
         return value, end
@@ -131,6 +134,26 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "a-long-name": lambda n: '{"' + "x" * n + 'password": 12345678}',
     # Escaped surrogate pairs (twelve characters that read as one) in a string read again.
     "surrogate-pairs": lambda n: '["[\\"' + "\\ud83d\\ude00" * (n // 12) + '\\"]"]',
+    # Reading from every place JSON may start (the red team of ADR 0035). Starts that fail at
+    # once, and after a run of white space:
+    "starts-that-fail-at-once": lambda n: "{x[y" * (n // 4),
+    "white-space-before-each-failure": lambda n: ("{" + " " * 98 + "x") * (n // 100),
+    # Strings with an invalid escape, each closed by the quote that opens the next:
+    "strings-with-invalid-escapes": lambda n: '{"a": "\\q' * (n // 9),
+    # One invalid escape and no closing quote, before many places JSON may start:
+    "an-invalid-escape-never-closed": lambda n: '"\\q' + "{[" * (n // 2),
+    # One invalid escape closed only at the end, with many starts in between:
+    "an-invalid-escape-closed-at-the-end": lambda n: '["\\q' + '{"a": [' * (n // 7) + '"',
+    # Members without their object, and names followed by names:
+    "members-without-objects": lambda n: '"password": "a\\"b",\n' * (n // 20),
+    "names-in-a-row": lambda n: '"a": ' * (n // 5),
+    # Quotes in a row (empty strings), and quotes a backslash escapes (no start at all):
+    "quotes": lambda n: '"' * n,
+    "escaped-quotes": lambda n: '\\"' * (n // 2),
+    # JSON after other text in strings, read one level down:
+    "json-after-text-in-strings": lambda n: json.dumps(['x {"token": "a\\"b"} ' * (n // 30)]),
+    # A container under a credential name, deep and wide:
+    "under-a-credential-name": lambda n: '{"token": ' + "[" * (n // 4) + '"a\\"b", ' * (n // 16),
 }
 
 
