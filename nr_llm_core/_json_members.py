@@ -225,11 +225,13 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
         return text
     regions: list[tuple[int, int, str]] = []
     # Each layer: JSON text, where each of its characters starts in ``text`` (None at the top:
-    # where it is), and how many JSON strings deep it is.
-    layers: list[tuple[str, array[int] | None, int]] = [(text, None, 0)]
+    # where it is), how many JSON strings deep it is, and what was read in it.
+    layers: list[tuple[str, array[int] | None, int, list[_Scalar]]] = [
+        (text, None, 0, _scalars(text, is_name))
+    ]
     while layers:
-        layer, starts, depth = layers.pop()
-        for scalar in _scalars(layer, is_name):
+        layer, starts, depth, scalars = layers.pop()
+        for scalar in scalars:
             low, high, value = scalar.low, scalar.high, scalar.value
             mask = None if scalar.name is None else judge(scalar.name, value, scalar.quoted)
             if mask is not None:
@@ -242,12 +244,15 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
                         low, high = starts[low], starts[high]
                     regions.append((low, high, replacement))
             elif scalar.quoted and depth < MAX_STRING_DEPTH and _JSON_START.search(value):
+                nested = _scalars(value, is_name)
+                if not nested:
+                    continue  # nothing read (a mask's bracket): no way back to build
                 inner = _content_starts(layer, scalar)
                 if len(inner) != len(value) + 1:  # the way back must hold every character
                     raise ValueError("a JSON string was read inconsistently")
                 if starts is not None:
                     inner = array("q", map(starts.__getitem__, inner))
-                layers.append((value, inner, depth + 1))
+                layers.append((value, inner, depth + 1, nested))
     if not regions:
         return text
     regions.sort()

@@ -128,7 +128,6 @@ def _mask_encoded(text: str) -> str:
 
 
 _MEMBER_MASK: Final = mask("credential-value")
-_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 
 
 def _is_credential_member(name: str) -> bool:
@@ -143,21 +142,9 @@ def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
 
 
 def _member_mask(name: str, value: str, quoted: bool) -> str | None:
-    # The mask over the whole of a secret under a credential name in JSON text (ADR 0035):
-    # the catalogue's, where one of its shapes masks the whole value under that name (an AWS
-    # secret key, a GitHub token: the label says what it was), the credential-value mask
-    # otherwise. Only the label is the catalogue's: the whole value is masked either way.
-    if not _is_secret_member(name, value, quoted):
-        return None
-    head = '"' + name + '": "'
-    masked = _mask_to_fixed_point(head + value + '"')
-    if (
-        masked.startswith(head)
-        and masked.endswith('"')
-        and _ONE_MASK.fullmatch(masked, len(head), len(masked) - 1)
-    ):
-        return masked[len(head) : -1]
-    return _MEMBER_MASK
+    # The whole of a secret under a credential name in JSON text is one credential-value mask
+    # (ADR 0035), whatever shape it has.
+    return _MEMBER_MASK if _is_secret_member(name, value, quoted) else None
 
 
 def _mask_json_members(text: str) -> str:

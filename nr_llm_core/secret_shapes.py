@@ -228,7 +228,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         positive=(
             f"aws_secret_access_key = ⟦{_AWS_SECRET}⟧",
             f'export AWS_SECRET_ACCESS_KEY="⟦{_AWS_SECRET}⟧"',
-            f'"SecretAccessKey": "⟦{_AWS_SECRET}⟧",',
+            # boto3's repr; in JSON text the value is one credential-value mask (ADR 0035)
+            f"'SecretAccessKey': '⟦{_AWS_SECRET}⟧',",
             f"<SecretAccessKey>⟦{_AWS_SECRET}⟧</SecretAccessKey>",
         ),
         negative=(
@@ -244,7 +245,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         source="noseyparker np.aws.4 (STS: aws_session_token, SessionToken, X-Amz-Security-Token)",
         positive=(
             f"aws_session_token = ⟦{_AWS_SESSION}⟧",
-            f'"SessionToken": "⟦{_AWS_SESSION}⟧"',
+            f"'SessionToken': '⟦{_AWS_SESSION}⟧'",
             f"<SessionToken>⟦{_AWS_SESSION}⟧</SessionToken>",
             f"X-Amz-Security-Token: ⟦{_AWS_SESSION}⟧",
         ),
@@ -396,7 +397,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         source="gitleaks curl-auth-header (Token, Api-Token, a bare credential); RFC 9110 §11.6.2",
         positive=(
             "Authorization: Token ⟦22cb987851bc5659229114c62e60c79abd0d2c08⟧",
-            '"Authorization": "⟦a1b2c3d4e5f6⟧"',
+            "{'Authorization': '⟦a1b2c3d4e5f6⟧'}",  # requests' repr of its headers
             "Proxy-Authorization: Negotiate ⟦YIIGhgYJKoZIhvcSAQICAQBuggZ1⟧",
         ),
         negative=(
@@ -415,7 +416,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         positive=(
             "Cookie: sessionid=⟦38afes7a8⟧; csrftoken=⟦Wk5c3PL0d9⟧",
             "Set-Cookie: id=⟦a3fWa⟧; Expires=Thu, 21 Oct 2021 07:28:00 GMT; Secure; HttpOnly",
-            # In JSON text the member's whole value is one credential-value mask (ADR 0035).
+            # a Python dict; in JSON text the value is one credential-value mask (ADR 0035)
             "{'cookie': '_gitlab_session=⟦0123456789abcdef⟧'}",
         ),
         negative=(
