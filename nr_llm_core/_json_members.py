@@ -131,10 +131,12 @@ def _scalars(text: str, is_name: NameJudge) -> list[_Scalar]:
 def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
     """Read JSON values from ``pos`` (where JSON may start) into ``found``, up to the first
     token that does not fit; return where that token starts (always past ``pos``), where a
-    malformed string ends, or the end of ``text``."""
-    # The open containers: each one's closing punctuation, and the credential name its
-    # strings and numbers are under (the name whose value it is, or is inside), if any.
-    stack: list[tuple[str, str | None]] = []
+    malformed string ends, or the end of ``text``. Only what matters is kept: strings and
+    numbers under a credential name, and strings that may hold JSON."""
+    closers: list[str] = []  # the open containers' closing punctuation
+    # The credential names strings and numbers are under: each with how many containers were
+    # open when the container that is its value opened (one entry per name, not per bracket).
+    names: list[tuple[int, str]] = []
     state = _VALUE
     name: str | None = None  # the member whose value comes next
     top: str | None = None  # a string just read at the top: a name, if a colon follows
@@ -142,57 +144,57 @@ def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
         kind = m.lastgroup or ""
         start, lexeme = m.start(kind), m.group(kind)
         key, top, pos = top, None, m.end()
-        if kind == "string":
-            under = None
-            if state not in (_FIRST_KEY, _KEY):  # a value's string, not a name's
-                if state not in (_VALUE, _FIRST_ITEM):
+        if kind == "punct" and lexeme in ":,]}":
+            if lexeme == ":" and (state == _COLON or key is not None):
+                if key is not None:  # a member without its object (a grep line, a cut head)
+                    closers.append("}")
+                    name = key
+                state = _VALUE
+            elif lexeme == "," and state == _AFTER:
+                state, name = (_KEY if closers[-1] == "}" else _VALUE), None
+            elif lexeme in "]}" and state in (_FIRST_KEY, _FIRST_ITEM, _AFTER):
+                if closers[-1] != lexeme:
                     return start
-                under = name if name is not None and is_name(name) else _under(stack)
+                closers.pop()
+                if names and names[-1][0] == len(closers):
+                    names.pop()
+                state = _AFTER if closers else _VALUE
+            else:
+                return start
+            continue
+        naming = state in (_FIRST_KEY, _KEY)
+        if not naming and state not in (_VALUE, _FIRST_ITEM):
+            return start
+        if naming and kind != "string":
+            return start
+        under = None
+        if not naming:
+            under = (
+                name if name is not None and is_name(name) else (names[-1][1] if names else None)
+            )
+        if kind == "string":
             read = _string(text, start, under)
             if isinstance(read, int):
                 return read
-            found.append(read)  # a name is read too, for JSON in it (never masked)
+            if under is not None or _JSON_START.search(read.value):
+                found.append(read)  # a name too, for JSON in it (never masked)
             pos = read.high + 1
             if pos > len(text):  # cut: the string runs to the end
                 return len(text)
-            if state in (_FIRST_KEY, _KEY):
+            if naming:
                 name, state = read.value, _COLON
-            else:
-                top = None if stack else read.value
-                state, name = (_AFTER if stack else _VALUE), None
-        elif kind == "punct" and lexeme in "]}":
-            if state not in (_FIRST_KEY, _FIRST_ITEM, _AFTER) or stack[-1][0] != lexeme:
-                return start
-            stack.pop()
-            state = _AFTER if stack else _VALUE
-        elif lexeme == ":":
-            if state != _COLON and key is None:
-                return start
-            if key is not None:  # a member without its object (a grep line, a cut head)
-                stack.append(("}", None))
-                name = key
-            state = _VALUE
-        elif lexeme == ",":
-            if state != _AFTER:
-                return start
-            state, name = (_KEY if stack[-1][0] == "}" else _VALUE), None
-        elif state not in (_VALUE, _FIRST_ITEM):
-            return start
-        elif lexeme in ("{", "["):
-            under = name if name is not None and is_name(name) else _under(stack)
-            stack.append((_CLOSES[lexeme], under))
+                continue
+            top = None if closers else read.value
+        elif lexeme in "{[":
+            if under is not None and not (names and names[-1][1] == under):
+                names.append((len(closers), under))
+            closers.append(_CLOSES[lexeme])
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
-        else:  # a number or a literal
-            under = name if name is not None and is_name(name) else _under(stack)
-            if kind == "number" and under is not None:
-                found.append(_Scalar(under, start, pos, lexeme, pos, quoted=False))
-            state, name = (_AFTER if stack else _VALUE), None
+            continue
+        elif kind == "number" and under is not None:
+            found.append(_Scalar(under, start, pos, lexeme, pos, quoted=False))
+        state, name = (_AFTER if closers else _VALUE), None
     return pos
-
-
-def _under(stack: list[tuple[str, str | None]]) -> str | None:
-    """The credential name the innermost open container is the value of, or is inside."""
-    return stack[-1][1] if stack else None
 
 
 def _content_starts(text: str, scalar: _Scalar) -> array[int]:

@@ -10,6 +10,9 @@ Three kinds of evidence, none a wall-clock deadline:
   characters it goes over. For inputs built to make a careless reader quadratic, ten times the
   input must cost at most eleven times the work, and the work is bounded by a constant times
   the input (one read per JSON string depth).
+- *Memory counted*: the peak of what the reader allocates (``tracemalloc``) is at most 64
+  bytes per character of the input, and ten times the input at most fifteen times as much
+  (lists grow in steps: a peak can hold a list and its next size at once).
 - *CPU time* (``process_time``) of the whole redactor on the input and on ten times as much
   stays within ADR 0014's 30x (linear is about 10x, quadratic about 100x).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -179,6 +183,26 @@ def test_the_work_is_a_few_passes_over_the_input(work: _Work, name: str) -> None
     member or per depth."""
     text = INPUTS[name](200_000)
     assert _work(work, text) <= 4 * len(text)
+
+
+def _peak(text: str) -> int:
+    tracemalloc.start()
+    try:
+        reader.mask_members(text, _is_credential_member, _member_mask)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_the_memory_is_linear_in_the_input(name: str) -> None:
+    """The reader keeps only what matters (strings under a credential name or holding JSON,
+    one entry per credential name rather than per open bracket): a megabyte of open brackets
+    or of empty strings holds no more than a few bytes per character."""
+    small, large = INPUTS[name](10_000), INPUTS[name](100_000)
+    small_peak, large_peak = _peak(small), _peak(large)
+    assert large_peak <= 64 * len(large), (large_peak, len(large))
+    assert large_peak <= 15 * max(small_peak, 32 * 1024), (small_peak, large_peak)
 
 
 def _cpu(text: str, runs: int) -> float:
