@@ -260,3 +260,40 @@ def test_the_content_of_a_json_string_without_its_quotes() -> None:
     """Pinned: ``body={\\"password\\": …}``, the JSON escaped once but not inside a string."""
     text = "body=" + json.dumps(json.dumps({"password": SECRET}))[1:-1]
     assert TAIL not in redact_text(text)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("number", ["1.5", "-5", "1e3", "-0.25", "12.0", "-999"])
+def test_a_number_the_catalogue_would_mask_is_masked_as_a_string(number: str, depth: int) -> None:
+    """Tries: a number under a credential name that the reader kept (fewer than four digits)
+    but the catalogue masks (it keeps only an integer of at most three digits), which it did
+    together with the brackets after it: ``{"password": 1.5, "u": 1}`` was stored as
+    ``{"password": [REDACTED:credential-value], "u": 1}``, no longer JSON."""
+    document = '{"x": {"token": [{"password": ' + number + ', "u": 1}]}}'
+    stored = redact_text(_nest(document, depth))
+    expected = '{"x": {"token": [{"password": "' + MASK + '", "u": 1}]}}'
+    assert stored == _nest(expected, depth)
+
+
+@pytest.mark.parametrize("number", ["0", "12", "999"])
+def test_a_small_integer_is_kept_by_both_readings(number: str) -> None:
+    """A count or a flag under a credential name (``{"token": 12}``) is no secret, for the
+    reader and for the catalogue alike."""
+    document = '{"password": ' + number + ', "u": 1}'
+    assert redact_text(document) == document
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    "name", ["my pwd", "a/pwd", "user:password", "x@api-key", "Some Secret_Key", "b c.sig"]
+)
+def test_a_name_the_catalogue_reads_at_its_end(name: str, depth: int) -> None:
+    """Tries: a member's name whose last word is a credential name only (``"my pwd"``,
+    ``"a/pwd"``): the catalogue reads ``pwd": …`` as a credential, the reader did not, so a
+    password after a quote was stored, and a number was masked with the ``}`` after it."""
+    document = json.dumps({name: SECRET + "0123456789abcdef", "n": 1, "pin": {name: 77341234}})
+    stored = redact_text(_nest(document, depth))
+    assert TAIL not in stored
+    assert "77341234" not in stored
+    expected = json.dumps({name: MASK, "n": 1, "pin": {name: MASK}})
+    assert stored == _nest(expected, depth)
