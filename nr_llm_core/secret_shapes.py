@@ -136,12 +136,20 @@ _CREDENTIAL_NAME: Final = (
     r"[_.-]?key)))"
 )
 _WHOLE_CREDENTIAL_NAME: Final = re.compile(_CREDENTIAL_NAME)
+# The last run of a name's characters, where the credential-value shape starts reading a name
+# (its lookbehind): looked for in the last 64 characters only, as a credential name is never
+# longer (40 and the longest word), and tried only where a run starts.
+_NAME_TAIL: Final = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]++\Z")
+_NAME_TAIL_MAX: Final = 64
 
 
 def is_credential_name(name: str) -> bool:
-    """Whether ``name`` is one the ``credential-value`` shape reads a value under (``password``,
-    ``PGPASSWORD``, ``db_password``, ``X-Api-Key``, ``client_secret``, ``sig`` …), whole."""
-    return _WHOLE_CREDENTIAL_NAME.fullmatch(name) is not None
+    """Whether the ``credential-value`` shape reads a value under ``name`` written as a JSON
+    member's name: its last run of letters, digits, ``_``, ``.`` and ``-`` is a credential
+    name (``password``, ``PGPASSWORD``, ``db_password``, ``X-Api-Key``, ``client_secret``,
+    ``sig``, and so ``my pwd`` and ``a/pwd`` …)."""
+    tail = _NAME_TAIL.search(name, max(0, len(name) - _NAME_TAIL_MAX))
+    return tail is not None and _WHOLE_CREDENTIAL_NAME.fullmatch(tail.group()) is not None
 
 
 # A quote (JSON's escaped \" is read as one: see nr_llm_core/_decoded_view.py).

@@ -297,3 +297,29 @@ def test_a_name_the_catalogue_reads_at_its_end(name: str, depth: int) -> None:
     assert "77341234" not in stored
     expected = json.dumps({name: MASK, "n": 1, "pin": {name: MASK}})
     assert stored == _nest(expected, depth)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ('{"order": 4111111111111111, "n": 1}', '{"order": "[REDACTED:card]", "n": 1}'),
+        ("[-4111111111111111, 2]", '["[REDACTED:card]", 2]'),
+        ('{"x": [4111111111111111.25]}', '{"x": ["[REDACTED:card]"]}'),
+        (
+            '{"SharedSecretValue": 12345678901234567890123}',
+            '{"SharedSecretValue": "[REDACTED:azure-storage-key]"}',
+        ),
+        ('{"ts": 1732934000000003, "id": 4111111111111111e2}', None),
+    ],
+    ids=["card", "negative-card", "card-with-a-fraction", "azure-key", "not-a-card"],
+)
+def test_a_number_the_catalogue_masks_anywhere_stays_json(
+    document: str, expected: str | None, depth: int
+) -> None:
+    """Tries: a number that is no credential's value but that the catalogue masks (a card
+    number, digits under a name only one shape reads): the mask stood where the number was,
+    outside quotes (``{"order": [REDACTED:card]}``), and the text was no longer JSON. It is
+    the mask as a JSON string, as ``redact_value`` stores a card number that is an int."""
+    stored = redact_text(_nest(document, depth))
+    assert stored == _nest(expected or document, depth)
