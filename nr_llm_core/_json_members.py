@@ -48,10 +48,12 @@ MAX_STRING_DEPTH: Final = 8
 #: value's strings and numbers (the value itself, or every one inside an array or object) are
 #: judged by a :data:`MemberJudge`.
 NameJudge = Callable[[str], bool]
-#: ``judge(name, value, quoted)``: the mask that replaces ``value`` (a decoded string, or a
-#: number as written when not ``quoted``) under the credential name ``name`` whole, or
-#: ``None`` to keep it. A mask must need no escape in a JSON string.
-MemberJudge = Callable[[str, str, bool], str | None]
+#: ``judge(name, value, quoted)``: the mask that replaces ``value`` whole, or ``None`` to keep
+#: it. ``value`` is a string's content decoded, under the credential name ``name``; or, when
+#: not ``quoted``, a number as written, under ``name``: the credential name it is under, else
+#: its member's name, else ``None`` (a number the catalogue would mask where it stands, a
+#: card number, must be masked here, as a JSON string). A mask needs no escape in a string.
+MemberJudge = Callable[[str | None, str, bool], str | None]
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number or
 # a literal (``NaN`` and the infinities as Python's ``json`` writes them). Every run is
@@ -79,9 +81,9 @@ _CLOSES: Final = {"{": "}", "[": "]"}
 
 
 class _Scalar(NamedTuple):
-    """A string, or a number under a credential name, as read."""
+    """A string or a number as read: one to mask, or a string that may hold JSON."""
 
-    name: str | None  # the credential name it is the value of, or is inside the value of
+    mask: str | None  # what replaces it whole, if anything
     low: int  # where its content starts (a string's after its quote)
     high: int  # where it ends (before a string's closing quote; the text's end when cut)
     value: str  # the content decoded (a number as written)
@@ -101,7 +103,7 @@ def _complete_part(text: str, low: int) -> int:
     return len(text)
 
 
-def _string(text: str, start: int, name: str | None) -> _Scalar | int:
+def _string(text: str, start: int) -> _Scalar | int:
     """The string whose quote is at ``start``: decoded; cut by the end of ``text`` (a cap),
     decoded as far as it is complete. When it is malformed (an invalid escape), where it
     ends: reading goes on after it."""
@@ -113,26 +115,26 @@ def _string(text: str, start: int, name: str | None) -> _Scalar | int:
             return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
-        return _Scalar(name, start + 1, len(text), value, read, quoted=True)
-    return _Scalar(name, start + 1, end - 1, value, end - 1, quoted=True)
+        return _Scalar(None, start + 1, len(text), value, read, quoted=True)
+    return _Scalar(None, start + 1, end - 1, value, end - 1, quoted=True)
 
 
-def _scalars(text: str, is_name: NameJudge) -> list[_Scalar]:
-    """Every string, and every number under a credential name, of the JSON in ``text``, in
-    order: read from each place JSON may start, on from where the reading before stopped
-    (module docstring)."""
+def _scalars(text: str, is_name: NameJudge, judge: MemberJudge) -> list[_Scalar]:
+    """The strings and numbers of the JSON in ``text`` that ``judge`` masks, and the strings
+    that may hold JSON, in order: read from each place JSON may start, on from where the
+    reading before stopped (module docstring)."""
     found: list[_Scalar] = []
     pos = 0
     while (start := _JSON_START.search(text, pos)) is not None:
-        pos = _read(text, start.start(), is_name, found)
+        pos = _read(text, start.start(), is_name, judge, found)
     return found
 
 
-def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
+def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: list[_Scalar]) -> int:
     """Read JSON values from ``pos`` (where JSON may start) into ``found``, up to the first
     token that does not fit; return where that token starts (always past ``pos``), where a
-    malformed string ends, or the end of ``text``. Only what matters is kept: strings and
-    numbers under a credential name, and strings that may hold JSON."""
+    malformed string ends, or the end of ``text``. Only what matters is kept: what ``judge``
+    masks, and strings that may hold JSON."""
     closers: list[str] = []  # the open containers' closing punctuation
     # The credential names strings and numbers are under: each with how many containers were
     # open when the container that is its value opened (one entry per name, not per bracket).
@@ -173,10 +175,12 @@ def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
                 name if name is not None and is_name(name) else (names[-1][1] if names else None)
             )
         if kind == "string":
-            read = _string(text, start, under)
+            read = _string(text, start)
             if isinstance(read, int):
                 return read
-            if under is not None or _JSON_START.search(read.value):
+            if under is not None:
+                read = read._replace(mask=judge(under, read.value, True))
+            if read.mask is not None or _JSON_START.search(read.value):
                 found.append(read)  # a name too, for JSON in it (never masked)
             pos = read.high + 1
             if pos > len(text):  # cut: the string runs to the end
@@ -191,8 +195,10 @@ def _read(text: str, pos: int, is_name: NameJudge, found: list[_Scalar]) -> int:
             closers.append(_CLOSES[lexeme])
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
             continue
-        elif kind == "number" and under is not None:
-            found.append(_Scalar(under, start, pos, lexeme, pos, quoted=False))
+        elif kind == "number":
+            mask = judge(name if under is None else under, lexeme, False)
+            if mask is not None:
+                found.append(_Scalar(mask, start, pos, lexeme, pos, quoted=False))
         state, name = (_AFTER if closers else _VALUE), None
     return pos
 
@@ -229,13 +235,13 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
     # Each layer: JSON text, where each of its characters starts in ``text`` (None at the top:
     # where it is), how many JSON strings deep it is, and what was read in it.
     layers: list[tuple[str, array[int] | None, int, list[_Scalar]]] = [
-        (text, None, 0, _scalars(text, is_name))
+        (text, None, 0, _scalars(text, is_name, judge))
     ]
     while layers:
         layer, starts, depth, scalars = layers.pop()
         for scalar in scalars:
             low, high, value = scalar.low, scalar.high, scalar.value
-            mask = None if scalar.name is None else judge(scalar.name, value, scalar.quoted)
+            mask = scalar.mask
             if mask is not None:
                 replacement = mask
                 if not scalar.quoted:
@@ -246,7 +252,7 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
                         low, high = starts[low], starts[high]
                     regions.append((low, high, replacement))
             elif scalar.quoted and depth < MAX_STRING_DEPTH and _JSON_START.search(value):
-                nested = _scalars(value, is_name)
+                nested = _scalars(value, is_name, judge)
                 if not nested:
                     continue  # nothing read (a mask's bracket): no way back to build
                 inner = _content_starts(layer, scalar)

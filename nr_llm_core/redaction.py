@@ -128,6 +128,9 @@ def _mask_encoded(text: str) -> str:
 
 
 _MEMBER_MASK: Final = mask("credential-value")
+# The fewest characters of a number any shape masks (a card number has 13 digits or more).
+_LONG_NUMBER: Final = 13
+_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 
 
 def _is_credential_member(name: str) -> bool:
@@ -141,10 +144,22 @@ def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
     return _is_credential_member(name) and member_is_secret(name, value, quoted=quoted)
 
 
-def _member_mask(name: str, value: str, quoted: bool) -> str | None:
-    # The whole of a secret under a credential name in JSON text is one credential-value mask
-    # (ADR 0035), whatever shape it has.
-    return _MEMBER_MASK if _is_secret_member(name, value, quoted) else None
+def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
+    # What replaces a string or number of JSON text whole (nr_llm_core/_json_members.py):
+    # a secret under a credential name is one credential-value mask (ADR 0035), whatever
+    # shape it has. A long number is masked as the catalogue masks it where it stands (a card
+    # number, digits under a name only one shape reads), but as a JSON string: the catalogue's
+    # mask would stand outside quotes, and the text would no longer be JSON.
+    if name is not None and _is_secret_member(name, value, quoted):
+        return _MEMBER_MASK
+    if quoted or len(value) < _LONG_NUMBER:
+        return None
+    head = "" if name is None else '"' + name + '": '
+    masked = _mask_to_fixed_point(head + value)
+    if masked == head + value:
+        return None
+    kind = _ONE_MASK.search(masked, len(head))
+    return _MEMBER_MASK if kind is None else kind.group()
 
 
 def _mask_json_members(text: str) -> str:

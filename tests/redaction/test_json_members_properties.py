@@ -46,22 +46,22 @@ _DOCUMENTS = st.recursive(
 )
 
 
-def _masked(value: object, under: str | None = None) -> object:
-    """``value`` with each string and number the redactor's judge chooses under a credential
-    name (the member's own, or the one whose array or object ``value`` is inside) as the
-    mask."""
+def _masked(value: object, under: str | None = None, member: str | None = None) -> object:
+    """``value`` with each string and number the redactor's judge masks as its mask: a string
+    under a credential name (the member's own, or the one whose array or object ``value`` is
+    inside), a number under one or under its member's name (``member``)."""
     if isinstance(value, list):
         return [_masked(item, under) for item in value]
     if isinstance(value, dict):
         return {
-            name: _masked(item, name if _is_credential_member(name) else under)
+            name: _masked(item, name if _is_credential_member(name) else under, name)
             for name, item in value.items()
         }
-    scalar = isinstance(value, str) or (isinstance(value, int) and type(value) is not bool)
-    if under is None or not scalar:
-        return value
-    mask = _member_mask(under, str(value), isinstance(value, str))
-    return value if mask is None else mask
+    if isinstance(value, str) and under is not None:
+        return _member_mask(under, value, True) or value
+    if isinstance(value, int) and type(value) is not bool:
+        return _member_mask(under or member, str(value), False) or value
+    return value
 
 
 @given(_DOCUMENTS, st.booleans(), st.integers(min_value=0, max_value=3))
