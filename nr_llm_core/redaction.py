@@ -34,6 +34,7 @@ Properties the tests pin:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -128,13 +129,26 @@ def _mask_encoded(text: str) -> str:
 
 
 _MEMBER_MASK: Final = mask("credential-value")
-# The fewest characters of a number any shape masks (a card number has 13 digits or more).
-_LONG_NUMBER: Final = 13
+# Numbers: a card number has 13 to 19 digits; a longer run is judged by the catalogue where it
+# stands. Names up to this long have their answer kept (a thousand of them at most).
+_CACHED_NAME_MAX: Final = 128
+_CARD_MIN: Final = 13
+_CARD_MAX: Final = 19
+_CARD_MASK: Final = mask("card")
+_LEADING_DIGITS: Final = re.compile(r"[0-9]++")
 _ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 
 
 def _is_credential_member(name: str) -> bool:
-    # A credential name of the catalogue's shape or of the structured-value walk.
+    # A credential name of the catalogue's shape or of the structured-value walk. JSON text
+    # repeats its names (an array of records): a short name's answer is kept.
+    if len(name) > _CACHED_NAME_MAX:
+        return is_credential_name(name) or is_sensitive_key(name)
+    return _is_short_credential_member(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_short_credential_member(name: str) -> bool:
     return is_credential_name(name) or is_sensitive_key(name)
 
 
@@ -148,12 +162,19 @@ def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
     # What replaces a string or number of JSON text whole (nr_llm_core/_json_members.py):
     # a secret under a credential name is one credential-value mask (ADR 0035), whatever
     # shape it has. A long number is masked as the catalogue masks it where it stands (a card
-    # number, digits under a name only one shape reads), but as a JSON string: the catalogue's
+    # number; digits under a name only one shape reads), but as a JSON string: the catalogue's
     # mask would stand outside quotes, and the text would no longer be JSON.
-    if name is not None and _is_secret_member(name, value, quoted):
-        return _MEMBER_MASK
-    if quoted or len(value) < _LONG_NUMBER:
+    if name is not None and _is_credential_member(name):
+        return _MEMBER_MASK if member_is_secret(name, value, quoted=quoted) else None
+    if quoted:
         return None
+    digits = _LEADING_DIGITS.match(value, value.startswith("-"))
+    run = "" if digits is None else digits.group()
+    if len(run) < _CARD_MIN:
+        return None
+    if len(run) <= _CARD_MAX:
+        # The card shape: 13-19 digits, a sign or a fraction around them, not an exponent.
+        return _CARD_MASK if is_card_number(run) and "e" not in value.lower() else None
     head = "" if name is None else '"' + name + '": '
     masked = _mask_to_fixed_point(head + value)
     if masked == head + value:
