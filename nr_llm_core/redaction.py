@@ -26,10 +26,12 @@ Properties the tests pin:
   escapes, ``\\/``, URL percent-encoding and HTML entities, three layers deep
   (:mod:`nr_llm_core._decoded_view`, ADR 0034). A secret found as read is masked over the
   characters it was written with; every other character keeps its escapes.
-- **JSON text**: where text is JSON (or a JSON string nested in it is), the value of a member
-  under a credential name is masked whole, quotes and escapes and all, and the text stays the
-  same JSON at every depth (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote,
-  escaped or not, ends a value.
+- **JSON text**: wherever JSON starts in a text (or in a JSON string nested in it), the value
+  of a member under a credential name, and every string and number in an array or object
+  under one, is masked whole, quotes and escapes and all, and the text stays the same JSON at
+  every depth; a number the catalogue would mask in place is masked as a JSON string
+  (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote, escaped or not, ends a
+  value.
 """
 
 from __future__ import annotations
