@@ -1,24 +1,34 @@
-"""Whole values of chosen members of JSON text, masked over the characters they were written with.
+"""Secrets under credential names in JSON text, masked whole where they were written.
 
 The redactor's shapes read a value up to its closing quote, and in text that is not JSON an
 escaped quote has to end it (``print(\\"token=EOF\\")``). In JSON text a string's end is known
 exactly: ``{"password": "hunter2\\"TAIL"}`` holds one value, ``hunter2"TAIL``. :func:`mask_members`
-reads text as JSON where it is JSON and puts the mask over the whole value of every member a
-judge chooses (ADR 0035):
+reads text as JSON wherever it is JSON and puts a mask over the whole of every string and number
+under a credential name that a judge chooses (ADR 0035, and its red team):
 
-- *JSON text* is a JSON value, several in a row (JSON Lines), or the start of one (a document
-  cut by a cap); reading stops at the first thing that is not JSON, and what was read before
-  counts. Text that does not start as JSON is left alone. Raw control characters in strings
-  are read as Python's ``json`` reads them with ``strict=False``.
-- *Nested*: a string whose content is JSON text is read the same way, to
+- *Where JSON is read*: from every place JSON may start (``{``, ``[``, or a quote no
+  backslash escapes), as far as it reads as JSON, and from the next such place after where
+  that reading stopped. So a document after other text (``curl -i``'s headers, a log line's
+  prefix, a byte order mark), JSON Lines with other lines between them, a document cut by a
+  cap (a string cut before its closing quote runs to the end of the text), and the rest of a
+  document after a token that is not JSON (``True``, a comment, a trailing comma) are read.
+  A string read at the top that a colon follows is a member's name without its object (a
+  ``grep`` line of a pretty-printed file). ``NaN`` and ``Infinity`` are read as Python's
+  ``json`` writes them; raw control characters in strings as it reads them with
+  ``strict=False``.
+- *Under a credential name*: a member's value, and every string and number inside an array
+  or object that is one (``{"set-cookie": ["sid=…"]}``), is judged under that name.
+- *Nested*: a string (a value or a name) that holds JSON is read the same way, to
   :data:`MAX_STRING_DEPTH` strings deep (tool-call arguments, a response body in a log record).
-- *The mask*: a string value's content is replaced, its quotes stay; a number becomes the mask
-  as a JSON string. Every other character is kept as written, so the text is the same JSON at
-  every depth. A string cut before its closing quote is masked to the end of the text.
+- *The mask*: a string's content is replaced, its quotes stay; a number becomes the mask as a
+  JSON string. Every other character is kept as written, so the text is the same JSON at every
+  depth. A string cut before its closing quote is masked to the end of the text.
 
-Linear: one scan per JSON string depth (each layer is the content of strings of the layer
-above, so a layer is never longer than the text), with regexes whose runs are possessive and
-never nested, ``json``'s own string scanner, and array maps for the way back.
+Linear: a reading that stops goes on from where it stopped (or after the string it could not
+read), never from where it started, so each layer is read once; one layer per JSON string depth
+(each is the content of strings of the layer above, so a layer is never longer than the text),
+with regexes whose runs are possessive and never nested, ``json``'s own string scanner, and
+array maps for the way back.
 """
 
 from __future__ import annotations
@@ -29,23 +39,32 @@ from array import array
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "mask_members"]
+__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "NameJudge", "mask_members"]
 
 #: How many JSON strings deep JSON text is read (a quote 8 strings deep has 255 backslashes).
 MAX_STRING_DEPTH: Final = 8
 
-#: ``judge(name, value, quoted)``: whether the member ``name`` (decoded) with ``value`` (its
-#: decoded string, or a number as written when not ``quoted``) is masked whole.
-MemberJudge = Callable[[str, str, bool], bool]
+#: ``is_name(name)``: whether ``name`` (a member's name, decoded) is a credential name, whose
+#: value's strings and numbers (the value itself, or every one inside an array or object) are
+#: judged by a :data:`MemberJudge`.
+NameJudge = Callable[[str], bool]
+#: ``judge(name, value, quoted)``: the mask that replaces ``value`` whole, or ``None`` to keep
+#: it. ``value`` is a string's content decoded, under the credential name ``name``; or, when
+#: not ``quoted``, a number as written, under ``name``: the credential name it is under, else
+#: its member's name, else ``None`` (a number the catalogue would mask where it stands, a
+#: card number, must be masked here, as a JSON string). A mask needs no escape in a string.
+MemberJudge = Callable[[str | None, str, bool], str | None]
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number or
-# a literal. Every run is possessive and none sits inside another.
+# a literal (``NaN`` and the infinities as Python's ``json`` writes them). Every run is
+# possessive and none sits inside another.
 _TOKEN: Final = re.compile(
     r"[ \t\n\r]*+(?:(?P<punct>[{}\[\]:,])|(?P<string>\")"
     r"|(?P<number>-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+)"
-    r"|(?P<literal>true|false|null))"
+    r"|(?P<literal>true|false|null|NaN|-?Infinity))"
 )
-_STARTS_AS_JSON: Final = re.compile(r"[ \t\n\r]*+[{\[\"]")
+# Where JSON may start: an object, an array, or a string (a quote no backslash escapes).
+_JSON_START: Final = re.compile(r"(?<!\\)[{\[\"]")
 # One escape of a JSON string, a surrogate pair as one (json decodes it to one character).
 _STRING_ESCAPE: Final = re.compile(
     r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}"
@@ -62,9 +81,9 @@ _CLOSES: Final = {"{": "}", "[": "]"}
 
 
 class _Scalar(NamedTuple):
-    """A string, or a number that is a member's value, as read."""
+    """A string or a number as read: one to mask, or a string that may hold JSON."""
 
-    name: str | None  # the member it is the value of (decoded), if any
+    mask: str | None  # what replaces it whole, if anything
     low: int  # where its content starts (a string's after its quote)
     high: int  # where it ends (before a string's closing quote; the text's end when cut)
     value: str  # the content decoded (a number as written)
@@ -84,68 +103,104 @@ def _complete_part(text: str, low: int) -> int:
     return len(text)
 
 
-def _string(text: str, start: int, name: str | None) -> _Scalar | None:
+def _string(text: str, start: int) -> _Scalar | int:
     """The string whose quote is at ``start``: decoded; cut by the end of ``text`` (a cap),
-    decoded as far as it is complete; ``None`` when it is malformed (JSON ends before it)."""
+    decoded as far as it is complete. When it is malformed (an invalid escape), where it
+    ends: reading goes on after it."""
     try:
         value, end = _DECODER.raw_decode(text, start)
     except ValueError:
-        if _CLOSING_QUOTE.search(text, start + 1) is not None:
-            return None  # closed, so not cut: an invalid escape
+        closing = _CLOSING_QUOTE.search(text, start + 1)
+        if closing is not None:
+            return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
-        return _Scalar(name, start + 1, len(text), value, read, quoted=True)
-    return _Scalar(name, start + 1, end - 1, value, end - 1, quoted=True)
+        return _Scalar(None, start + 1, len(text), value, read, quoted=True)
+    return _Scalar(None, start + 1, end - 1, value, end - 1, quoted=True)
 
 
-def _scalars(text: str) -> list[_Scalar]:
-    """Every string, and every number that is a member's value, of ``text`` as far as it
-    reads as JSON (module docstring), in order."""
+def _scalars(text: str, is_name: NameJudge, judge: MemberJudge) -> list[_Scalar]:
+    """The strings and numbers of the JSON in ``text`` that ``judge`` masks, and the strings
+    that may hold JSON, in order: read from each place JSON may start, on from where the
+    reading before stopped (module docstring)."""
     found: list[_Scalar] = []
-    stack: list[str] = []
-    state, name, pos = _VALUE, None, 0
+    pos = 0
+    while (start := _JSON_START.search(text, pos)) is not None:
+        pos = _read(text, start.start(), is_name, judge, found)
+    return found
+
+
+def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: list[_Scalar]) -> int:
+    """Read JSON values from ``pos`` (where JSON may start) into ``found``, up to the first
+    token that does not fit; return where that token starts (always past ``pos``), where a
+    malformed string ends, or the end of ``text``. Only what matters is kept: what ``judge``
+    masks, and strings that may hold JSON."""
+    closers: list[str] = []  # the open containers' closing punctuation
+    # The credential names strings and numbers are under: each with how many containers were
+    # open when the container that is its value opened (one entry per name, not per bracket).
+    names: list[tuple[int, str]] = []
+    state = _VALUE
+    name: str | None = None  # the member whose value comes next
+    top: str | None = None  # a string just read at the top: a name, if a colon follows
     while (m := _TOKEN.match(text, pos)) is not None:
         kind = m.lastgroup or ""
-        start, pos, lexeme = m.start(kind), m.end(), m.group(kind)
-        if kind == "punct" and lexeme in "]}":
-            closes = (
-                (state == _FIRST_KEY and lexeme == "}")
-                or (state == _FIRST_ITEM and lexeme == "]")
-                or (state == _AFTER and _CLOSES[stack[-1]] == lexeme)
+        start, lexeme = m.start(kind), m.group(kind)
+        key, top, pos = top, None, m.end()
+        if kind == "punct" and lexeme in ":,]}":
+            if lexeme == ":" and (state == _COLON or key is not None):
+                if key is not None:  # a member without its object (a grep line, a cut head)
+                    closers.append("}")
+                    name = key
+                state = _VALUE
+            elif lexeme == "," and state == _AFTER:
+                state, name = (_KEY if closers[-1] == "}" else _VALUE), None
+            elif lexeme in "]}" and state in (_FIRST_KEY, _FIRST_ITEM, _AFTER):
+                if closers[-1] != lexeme:
+                    return start
+                closers.pop()
+                if names and names[-1][0] == len(closers):
+                    names.pop()
+                state = _AFTER if closers else _VALUE
+            else:
+                return start
+            continue
+        naming = state in (_FIRST_KEY, _KEY)
+        if not naming and state not in (_VALUE, _FIRST_ITEM):
+            return start
+        if naming and kind != "string":
+            return start
+        under = None
+        if not naming:
+            under = (
+                name if name is not None and is_name(name) else (names[-1][1] if names else None)
             )
-            if not closes:
-                return found
-            stack.pop()
-            state = _AFTER if stack else _VALUE
-        elif state == _COLON:
-            if lexeme != ":":
-                return found
-            state = _VALUE
-        elif state in (_FIRST_KEY, _KEY):
-            key = _string(text, start, None) if kind == "string" else None
-            if key is None or key.high == len(text):  # malformed, or cut
-                return found
-            name, pos, state = key.value, key.high + 1, _COLON
-        elif state == _AFTER:
-            if lexeme != ",":
-                return found
-            state, name = (_KEY if stack[-1] == "{" else _VALUE), None
-        elif lexeme in ("{", "["):  # a value, in _VALUE or _FIRST_ITEM
-            stack.append(lexeme)
+        if kind == "string":
+            read = _string(text, start)
+            if isinstance(read, int):
+                return read
+            if under is not None:
+                read = read._replace(mask=judge(under, read.value, True))
+            if read.mask is not None or _JSON_START.search(read.value):
+                found.append(read)  # a name too, for JSON in it (never masked)
+            pos = read.high + 1
+            if pos > len(text):  # cut: the string runs to the end
+                return len(text)
+            if naming:
+                name, state = read.value, _COLON
+                continue
+            top = None if closers else read.value
+        elif lexeme in "{[":
+            if under is not None and not (names and names[-1][1] == under):
+                names.append((len(closers), under))
+            closers.append(_CLOSES[lexeme])
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
-        else:
-            if kind == "string":
-                scalar = _string(text, start, name)
-                if scalar is None:
-                    return found
-                found.append(scalar)
-                pos = scalar.high + 1
-            elif kind == "number" and name is not None:
-                found.append(_Scalar(name, start, pos, lexeme, pos, quoted=False))
-            elif kind == "punct":
-                return found
-            state, name = (_AFTER if stack else _VALUE), None
-    return found
+            continue
+        elif kind == "number":
+            mask = judge(name if under is None else under, lexeme, False)
+            if mask is not None:
+                found.append(_Scalar(mask, start, pos, lexeme, pos, quoted=False))
+        state, name = (_AFTER if closers else _VALUE), None
+    return pos
 
 
 def _content_starts(text: str, scalar: _Scalar) -> array[int]:
@@ -170,21 +225,24 @@ def _quote_at(depth: int) -> str:
     return quote
 
 
-def mask_members(text: str, judge: MemberJudge, mask: str) -> str:
-    """``text`` with the whole value of every member ``judge`` chooses replaced by ``mask``
-    (module docstring); ``text`` itself when it holds none. ``mask`` must need no escape in a
-    JSON string."""
-    if _STARTS_AS_JSON.match(text) is None:
+def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
+    """``text`` with every string and number under a credential name (``is_name``) replaced
+    by the mask ``judge`` gives it, if any (module docstring); ``text`` itself when it holds
+    none."""
+    if _JSON_START.search(text) is None:
         return text
     regions: list[tuple[int, int, str]] = []
     # Each layer: JSON text, where each of its characters starts in ``text`` (None at the top:
-    # where it is), and how many JSON strings deep it is.
-    layers: list[tuple[str, array[int] | None, int]] = [(text, None, 0)]
+    # where it is), how many JSON strings deep it is, and what was read in it.
+    layers: list[tuple[str, array[int] | None, int, list[_Scalar]]] = [
+        (text, None, 0, _scalars(text, is_name, judge))
+    ]
     while layers:
-        layer, starts, depth = layers.pop()
-        for scalar in _scalars(layer):
+        layer, starts, depth, scalars = layers.pop()
+        for scalar in scalars:
             low, high, value = scalar.low, scalar.high, scalar.value
-            if scalar.name is not None and judge(scalar.name, value, scalar.quoted):
+            mask = scalar.mask
+            if mask is not None:
                 replacement = mask
                 if not scalar.quoted:
                     quote = _quote_at(depth)
@@ -193,13 +251,16 @@ def mask_members(text: str, judge: MemberJudge, mask: str) -> str:
                     if starts is not None:
                         low, high = starts[low], starts[high]
                     regions.append((low, high, replacement))
-            elif scalar.quoted and depth < MAX_STRING_DEPTH and _STARTS_AS_JSON.match(value):
+            elif scalar.quoted and depth < MAX_STRING_DEPTH and _JSON_START.search(value):
+                nested = _scalars(value, is_name, judge)
+                if not nested:
+                    continue  # nothing read (a mask's bracket): no way back to build
                 inner = _content_starts(layer, scalar)
                 if len(inner) != len(value) + 1:  # the way back must hold every character
                     raise ValueError("a JSON string was read inconsistently")
                 if starts is not None:
                     inner = array("q", map(starts.__getitem__, inner))
-                layers.append((value, inner, depth + 1))
+                layers.append((value, inner, depth + 1, nested))
     if not regions:
         return text
     regions.sort()

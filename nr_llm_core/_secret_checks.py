@@ -233,8 +233,6 @@ def credential(m: re.Match[str]) -> str:
 _ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 # A letter or digit anywhere (a value without one is punctuation: "***", "--").
 _ALNUM: Final = re.compile(r"[^\W_]")
-# Fewer digits than this in a number is a count or a flag, not a secret (as _SMALL_NUMBER).
-_NUMBER_DIGITS: Final = 4
 
 
 def member_is_secret(name: str, value: str, *, quoted: bool) -> bool:
@@ -242,7 +240,9 @@ def member_is_secret(name: str, value: str, *, quoted: bool) -> bool:
     text, is a secret to mask whole (ADR 0035): a string unless it is empty or one character,
     has no letter or digit, is a template, placeholder, path or literal word (``${X}``,
     ``<your key>``, ``****``, ``null``), one mask already, or a signature shorter than a MAC;
-    a number (``quoted`` false) unless it has fewer than four digits.
+    a number (``quoted`` false) unless it is an integer of at most three digits (a count or a
+    flag, which :func:`credential` keeps too: a number it masks, it masks with the brackets
+    after it, so the number must be masked here, as a JSON string).
 
     The value is read whole, so its quotes, spaces and punctuation are part of it: what
     :func:`credential` keeps of a value in free text (a word, a reference in code, its first
@@ -252,7 +252,7 @@ def member_is_secret(name: str, value: str, *, quoted: bool) -> bool:
     if len(core) < 2 or _ALNUM.search(core) is None or _ONE_MASK.fullmatch(core) is not None:
         return False
     if not quoted:
-        return sum(map(str.isdigit, core)) >= _NUMBER_DIGITS
+        return _SMALL_NUMBER.fullmatch(core) is None
     if _is_template(core):
         return False
     return not (name.lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN)

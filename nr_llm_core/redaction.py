@@ -26,14 +26,17 @@ Properties the tests pin:
   escapes, ``\\/``, URL percent-encoding and HTML entities, three layers deep
   (:mod:`nr_llm_core._decoded_view`, ADR 0034). A secret found as read is masked over the
   characters it was written with; every other character keeps its escapes.
-- **JSON text**: where text is JSON (or a JSON string nested in it is), the value of a member
-  under a credential name is masked whole, quotes and escapes and all, and the text stays the
-  same JSON at every depth (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote,
-  escaped or not, ends a value.
+- **JSON text**: wherever JSON starts in a text (or in a JSON string nested in it), the value
+  of a member under a credential name, and every string and number in an array or object
+  under one, is masked whole, quotes and escapes and all, and the text stays the same JSON at
+  every depth; a number the catalogue would mask in place is masked as a JSON string
+  (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote, escaped or not, ends a
+  value.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -128,17 +131,62 @@ def _mask_encoded(text: str) -> str:
 
 
 _MEMBER_MASK: Final = mask("credential-value")
+# Numbers: a card number has 13 to 19 digits; a longer run is judged by the catalogue where it
+# stands. Names up to this long have their answer kept (a thousand of them at most).
+_CACHED_NAME_MAX: Final = 128
+_CARD_MIN: Final = 13
+_CARD_MAX: Final = 19
+_CARD_MASK: Final = mask("card")
+_LEADING_DIGITS: Final = re.compile(r"[0-9]++")
+_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+
+
+def _is_credential_member(name: str) -> bool:
+    # A credential name of the catalogue's shape or of the structured-value walk. JSON text
+    # repeats its names (an array of records): a short name's answer is kept.
+    if len(name) > _CACHED_NAME_MAX:
+        return is_credential_name(name) or is_sensitive_key(name)
+    return _is_short_credential_member(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_short_credential_member(name: str) -> bool:
+    return is_credential_name(name) or is_sensitive_key(name)
 
 
 def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
-    # A credential name of the catalogue's shape or of the structured-value walk, whose value
-    # is one (nr_llm_core/_secret_checks.py: member_is_secret).
-    credential_name = is_credential_name(name) or is_sensitive_key(name)
-    return credential_name and member_is_secret(name, value, quoted=quoted)
+    # A string or number under a credential name that is a secret, not a placeholder, a
+    # literal or a count (nr_llm_core/_secret_checks.py: member_is_secret).
+    return _is_credential_member(name) and member_is_secret(name, value, quoted=quoted)
+
+
+def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
+    # What replaces a string or number of JSON text whole (nr_llm_core/_json_members.py):
+    # a secret under a credential name is one credential-value mask (ADR 0035), whatever
+    # shape it has. A long number is masked as the catalogue masks it where it stands (a card
+    # number; digits under a name only one shape reads), but as a JSON string: the catalogue's
+    # mask would stand outside quotes, and the text would no longer be JSON.
+    if name is not None and _is_credential_member(name):
+        return _MEMBER_MASK if member_is_secret(name, value, quoted=quoted) else None
+    if quoted:
+        return None
+    digits = _LEADING_DIGITS.match(value, value.startswith("-"))
+    run = "" if digits is None else digits.group()
+    if len(run) < _CARD_MIN:
+        return None
+    if len(run) <= _CARD_MAX:
+        # The card shape: 13-19 digits, a sign or a fraction around them, not an exponent.
+        return _CARD_MASK if is_card_number(run) and "e" not in value.lower() else None
+    head = "" if name is None else '"' + name + '": '
+    masked = _mask_to_fixed_point(head + value)
+    if masked == head + value:
+        return None
+    kind = _ONE_MASK.search(masked, len(head))
+    return _MEMBER_MASK if kind is None else kind.group()
 
 
 def _mask_json_members(text: str) -> str:
-    return mask_members(text, _is_secret_member, _MEMBER_MASK)
+    return mask_members(text, _is_credential_member, _member_mask)
 
 
 def _mask_secrets(text: str) -> str:

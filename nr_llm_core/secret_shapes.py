@@ -136,12 +136,20 @@ _CREDENTIAL_NAME: Final = (
     r"[_.-]?key)))"
 )
 _WHOLE_CREDENTIAL_NAME: Final = re.compile(_CREDENTIAL_NAME)
+# The last run of a name's characters, where the credential-value shape starts reading a name
+# (its lookbehind): looked for in the last 64 characters only, as a credential name is never
+# longer (40 and the longest word), and tried only where a run starts.
+_NAME_TAIL: Final = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]++\Z")
+_NAME_TAIL_MAX: Final = 64
 
 
 def is_credential_name(name: str) -> bool:
-    """Whether ``name`` is one the ``credential-value`` shape reads a value under (``password``,
-    ``PGPASSWORD``, ``db_password``, ``X-Api-Key``, ``client_secret``, ``sig`` …), whole."""
-    return _WHOLE_CREDENTIAL_NAME.fullmatch(name) is not None
+    """Whether the ``credential-value`` shape reads a value under ``name`` written as a JSON
+    member's name: its last run of letters, digits, ``_``, ``.`` and ``-`` is a credential
+    name (``password``, ``PGPASSWORD``, ``db_password``, ``X-Api-Key``, ``client_secret``,
+    ``sig``, and so ``my pwd`` and ``a/pwd`` …)."""
+    tail = _NAME_TAIL.search(name, max(0, len(name) - _NAME_TAIL_MAX))
+    return tail is not None and _WHOLE_CREDENTIAL_NAME.fullmatch(tail.group()) is not None
 
 
 # A quote (JSON's escaped \" is read as one: see nr_llm_core/_decoded_view.py).
@@ -228,7 +236,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         positive=(
             f"aws_secret_access_key = ⟦{_AWS_SECRET}⟧",
             f'export AWS_SECRET_ACCESS_KEY="⟦{_AWS_SECRET}⟧"',
-            f'"SecretAccessKey": "⟦{_AWS_SECRET}⟧",',
+            # boto3's repr; in JSON text the value is one credential-value mask (ADR 0035)
+            f"'SecretAccessKey': '⟦{_AWS_SECRET}⟧',",
             f"<SecretAccessKey>⟦{_AWS_SECRET}⟧</SecretAccessKey>",
         ),
         negative=(
@@ -244,7 +253,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         source="noseyparker np.aws.4 (STS: aws_session_token, SessionToken, X-Amz-Security-Token)",
         positive=(
             f"aws_session_token = ⟦{_AWS_SESSION}⟧",
-            f'"SessionToken": "⟦{_AWS_SESSION}⟧"',
+            f"'SessionToken': '⟦{_AWS_SESSION}⟧'",
             f"<SessionToken>⟦{_AWS_SESSION}⟧</SessionToken>",
             f"X-Amz-Security-Token: ⟦{_AWS_SESSION}⟧",
         ),
@@ -396,7 +405,7 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         source="gitleaks curl-auth-header (Token, Api-Token, a bare credential); RFC 9110 §11.6.2",
         positive=(
             "Authorization: Token ⟦22cb987851bc5659229114c62e60c79abd0d2c08⟧",
-            '"Authorization": "⟦a1b2c3d4e5f6⟧"',
+            "{'Authorization': '⟦a1b2c3d4e5f6⟧'}",  # requests' repr of its headers
             "Proxy-Authorization: Negotiate ⟦YIIGhgYJKoZIhvcSAQICAQBuggZ1⟧",
         ),
         negative=(
@@ -415,7 +424,8 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         positive=(
             "Cookie: sessionid=⟦38afes7a8⟧; csrftoken=⟦Wk5c3PL0d9⟧",
             "Set-Cookie: id=⟦a3fWa⟧; Expires=Thu, 21 Oct 2021 07:28:00 GMT; Secure; HttpOnly",
-            '"cookie": "_gitlab_session=⟦0123456789abcdef⟧"',
+            # a Python dict; in JSON text the value is one credential-value mask (ADR 0035)
+            "{'cookie': '_gitlab_session=⟦0123456789abcdef⟧'}",
         ),
         negative=(
             "Cookie: a small baked treat",

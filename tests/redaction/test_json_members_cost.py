@@ -10,6 +10,9 @@ Three kinds of evidence, none a wall-clock deadline:
   characters it goes over. For inputs built to make a careless reader quadratic, ten times the
   input must cost at most eleven times the work, and the work is bounded by a constant times
   the input (one read per JSON string depth).
+- *Memory counted*: the peak of what the reader allocates (``tracemalloc``) is at most 64
+  bytes per character of the input, and ten times the input at most fifteen times as much
+  (lists grow in steps: a peak can hold a list and its next size at once).
 - *CPU time* (``process_time``) of the whole redactor on the input and on ten times as much
   stays within ADR 0014's 30x (linear is about 10x, quadratic about 100x).
 """
@@ -19,13 +22,14 @@ from __future__ import annotations
 import json
 import re
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from nr_llm_core import _json_members as reader
-from nr_llm_core.redaction import _is_secret_member, mask_secrets
+from nr_llm_core.redaction import _is_credential_member, _member_mask, mask_secrets
 
 
 class _Work:
@@ -67,8 +71,11 @@ class _CountedDecoder:
     def raw_decode(self, text: str, idx: int = 0) -> tuple[Any, int]:
         try:
             value, end = self.decoder.raw_decode(text, idx)
-        except ValueError:
-            self.work.add(len(text) - idx)  # a failure may have read to the end
+        except json.JSONDecodeError as exc:
+            # An unterminated string was read to the end; any other failure (an invalid
+            # escape) stops the scanner where the error is.
+            unterminated = exc.msg.startswith("Unterminated")
+            self.work.add((len(text) if unterminated else exc.pos + 6) - idx)
             raise
         self.work.add(end - idx)
         return value, end
@@ -81,14 +88,14 @@ class _CountedDecoder:
 @pytest.fixture
 def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     counted = _Work()
-    for name in ("_TOKEN", "_STRING_ESCAPE", "_CLOSING_QUOTE", "_STARTS_AS_JSON"):
+    for name in ("_TOKEN", "_STRING_ESCAPE", "_CLOSING_QUOTE", "_JSON_START"):
         monkeypatch.setattr(reader, name, _CountedRegex(getattr(reader, name), counted))
     monkeypatch.setattr(reader, "_DECODER", _CountedDecoder(reader._DECODER, counted))
     scalars = reader._scalars
 
-    def counted_scalars(text: str) -> list[Any]:
+    def counted_scalars(text: str, is_name: Any, judge: Any) -> list[Any]:
         counted.add(len(text))  # the layer itself, and the way back built for it
-        return scalars(text)
+        return scalars(text, is_name, judge)
 
     monkeypatch.setattr(reader, "_scalars", counted_scalars)
     return counted
@@ -131,12 +138,32 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "a-long-name": lambda n: '{"' + "x" * n + 'password": 12345678}',
     # Escaped surrogate pairs (twelve characters that read as one) in a string read again.
     "surrogate-pairs": lambda n: '["[\\"' + "\\ud83d\\ude00" * (n // 12) + '\\"]"]',
+    # Reading from every place JSON may start (the red team of ADR 0035). Starts that fail at
+    # once, and after a run of white space:
+    "starts-that-fail-at-once": lambda n: "{x[y" * (n // 4),
+    "white-space-before-each-failure": lambda n: ("{" + " " * 98 + "x") * (n // 100),
+    # Strings with an invalid escape, each closed by the quote that opens the next:
+    "strings-with-invalid-escapes": lambda n: '{"a": "\\q' * (n // 9),
+    # One invalid escape and no closing quote, before many places JSON may start:
+    "an-invalid-escape-never-closed": lambda n: '"\\q' + "{[" * (n // 2),
+    # One invalid escape closed only at the end, with many starts in between:
+    "an-invalid-escape-closed-at-the-end": lambda n: '["\\q' + '{"a": [' * (n // 7) + '"',
+    # Members without their object, and names followed by names:
+    "members-without-objects": lambda n: '"password": "a\\"b",\n' * (n // 20),
+    "names-in-a-row": lambda n: '"a": ' * (n // 5),
+    # Quotes in a row (empty strings), and quotes a backslash escapes (no start at all):
+    "quotes": lambda n: '"' * n,
+    "escaped-quotes": lambda n: '\\"' * (n // 2),
+    # JSON after other text in strings, read one level down:
+    "json-after-text-in-strings": lambda n: json.dumps(['x {"token": "a\\"b"} ' * (n // 30)]),
+    # A container under a credential name, deep and wide:
+    "under-a-credential-name": lambda n: '{"token": ' + "[" * (n // 4) + '"a\\"b", ' * (n // 16),
 }
 
 
 def _work(work: _Work, text: str) -> int:
     before = work.total
-    reader.mask_members(text, _is_secret_member, "[REDACTED:credential-value]")
+    reader.mask_members(text, _is_credential_member, _member_mask)
     return work.total - before
 
 
@@ -156,6 +183,26 @@ def test_the_work_is_a_few_passes_over_the_input(work: _Work, name: str) -> None
     member or per depth."""
     text = INPUTS[name](200_000)
     assert _work(work, text) <= 4 * len(text)
+
+
+def _peak(text: str) -> int:
+    tracemalloc.start()
+    try:
+        reader.mask_members(text, _is_credential_member, _member_mask)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_the_memory_is_linear_in_the_input(name: str) -> None:
+    """The reader keeps only what matters (strings under a credential name or holding JSON,
+    one entry per credential name rather than per open bracket): a megabyte of open brackets
+    or of empty strings holds no more than a few bytes per character."""
+    small, large = INPUTS[name](10_000), INPUTS[name](100_000)
+    small_peak, large_peak = _peak(small), _peak(large)
+    assert large_peak <= 64 * len(large), (large_peak, len(large))
+    assert large_peak <= 15 * max(small_peak, 32 * 1024), (small_peak, large_peak)
 
 
 def _cpu(text: str, runs: int) -> float:

@@ -1,6 +1,7 @@
 """The reader of JSON text (``nr_llm_core/_json_members.py``, ADR 0035) on generated documents.
 
-Documents of nested objects and arrays, with names drawn from credential names and from
+Documents of nested objects and arrays (under credential names too, where every string and
+number inside is judged under that name), with names drawn from credential names and from
 anything, and string values holding quotes, backslashes, control characters, astral
 characters and lone surrogates, are written by ``json.dumps`` (ASCII-only or not) and quoted
 as a JSON string 0-3 times more. The reader must return exactly the text ``json.dumps`` writes
@@ -17,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nr_llm_core._json_members import mask_members
-from nr_llm_core.redaction import _is_secret_member
+from nr_llm_core.redaction import _is_credential_member, _member_mask
 
 MASK = "[REDACTED:credential-value]"
 
@@ -25,7 +26,8 @@ _NAMES = st.sampled_from(
     ["password", "pass\u0077ord", "api_key", "X-Api-Key", "token", "max_tokens", "sig", "note"]
 )
 # Any character, surrogates included; a value starts with a letter so that it is never JSON
-# text itself (which the reader would read one level down: tests/redaction/test_json_members.py).
+# text itself (the reader reads a string with a brace, a bracket or a quote one level down,
+# tests/redaction/test_json_members.py; twelve characters hold no credential member).
 _CHARS = st.characters(codec=None, exclude_categories=())
 _STRINGS = st.builds(lambda s: "v" + s, st.text(_CHARS, max_size=12))
 _SCALARS = st.one_of(
@@ -44,19 +46,21 @@ _DOCUMENTS = st.recursive(
 )
 
 
-def _masked(value: object) -> object:
-    """``value`` with each member's value that the redactor's judge chooses as the mask."""
+def _masked(value: object, under: str | None = None, member: str | None = None) -> object:
+    """``value`` with each string and number the redactor's judge masks as its mask: a string
+    under a credential name (the member's own, or the one whose array or object ``value`` is
+    inside), a number under one or under its member's name (``member``)."""
     if isinstance(value, list):
-        return [_masked(item) for item in value]
+        return [_masked(item, under) for item in value]
     if isinstance(value, dict):
-        out = {}
-        for name, item in value.items():
-            scalar = isinstance(item, str) or (isinstance(item, int) and type(item) is not bool)
-            if scalar and _is_secret_member(name, str(item), isinstance(item, str)):
-                out[name] = MASK
-            else:
-                out[name] = _masked(item)
-        return out
+        return {
+            name: _masked(item, name if _is_credential_member(name) else under, name)
+            for name, item in value.items()
+        }
+    if isinstance(value, str) and under is not None:
+        return _member_mask(under, value, True) or value
+    if isinstance(value, int) and type(value) is not bool:
+        return _member_mask(under or member, str(value), False) or value
     return value
 
 
@@ -70,7 +74,9 @@ def test_the_masked_text_is_the_same_json_with_the_mask_where_each_value_was(
             text = json.dumps(text, ensure_ascii=ascii_only)
         return text
 
-    assert mask_members(write(document), _is_secret_member, MASK) == write(_masked(document))
+    assert mask_members(write(document), _is_credential_member, _member_mask) == write(
+        _masked(document)
+    )
 
 
 # JSON's punctuation, escapes and a credential name's letters, often: almost-JSON text.
@@ -86,6 +92,6 @@ def test_any_text_is_left_alone_or_changed_only_by_masks(text: str, depth: int) 
     from its input only by masks, and reading that again changes nothing."""
     for _ in range(depth):
         text = json.dumps(text)
-    out = mask_members(text, _is_secret_member, MASK)
+    out = mask_members(text, _is_credential_member, _member_mask)
     assert out == text or MASK in out
-    assert mask_members(out, _is_secret_member, MASK) == out
+    assert mask_members(out, _is_credential_member, _member_mask) == out

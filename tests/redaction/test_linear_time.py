@@ -46,7 +46,7 @@ REGEXES += [
 # The reader of JSON text (ADR 0035): its tokens, escapes and the search for a closing quote.
 REGEXES += [
     pytest.param(getattr(json_members, name), id=name)
-    for name in ("_TOKEN", "_STARTS_AS_JSON", "_STRING_ESCAPE", "_CLOSING_QUOTE")
+    for name in ("_TOKEN", "_JSON_START", "_STRING_ESCAPE", "_CLOSING_QUOTE")
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
