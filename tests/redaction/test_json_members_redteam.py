@@ -323,3 +323,22 @@ def test_a_number_the_catalogue_masks_anywhere_stays_json(
     the mask as a JSON string, as ``redact_value`` stores a card number that is an int."""
     stored = redact_text(_nest(document, depth))
     assert stored == _nest(expected or document, depth)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    "document",
+    [
+        ["http://a", "b:c@d"],
+        {"u": "ssh://host", "e": "user:pw@x"},
+        {"url": "https://example.com/x", "note": "see ann:admin@corp", "n": [1, {"k": "v@w"}]},
+    ],
+    ids=["array", "object", "members-apart"],
+)
+def test_a_mask_never_joins_two_json_strings(document: object, depth: int) -> None:
+    """Tries: compact JSON (``separators=(",", ":")``, no space anywhere) with a scheme in one
+    string and ``user:password@`` in a later one: the url-credentials shape read across the
+    quotes between them (``["http://a","b:c@d"]`` was stored as
+    ``["http://[REDACTED:url-credentials]@d"]``, one string where there were two)."""
+    text = _nest(json.dumps(document, separators=(",", ":")), depth)
+    assert redact_text(text) == text
