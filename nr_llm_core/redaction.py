@@ -179,10 +179,10 @@ def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
         return _CARD_MASK if is_card_number(run) and "e" not in value.lower() else None
     head = "" if name is None else '"' + name + '": '
     masked = _mask_to_fixed_point(head + value)
-    if masked == head + value:
-        return None
-    kind = _ONE_MASK.search(masked, len(head))
-    return _MEMBER_MASK if kind is None else kind.group()
+    if masked.endswith(value):
+        return None  # the number is kept (a mask in the name is the name's own)
+    kinds = _ONE_MASK.findall(masked)
+    return kinds[-1] if kinds else _MEMBER_MASK
 
 
 def _mask_json_members(text: str) -> str:

@@ -342,3 +342,13 @@ def test_a_mask_never_joins_two_json_strings(document: object, depth: int) -> No
     ``["http://[REDACTED:url-credentials]@d"]``, one string where there were two)."""
     text = _nest(json.dumps(document, separators=(",", ":")), depth)
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_a_quote_inside_url_credentials_is_still_masked(depth: int) -> None:
+    """The other side of the test above: a quote inside a URL's password that no JSON
+    punctuation follows (``postgres://u:a"TAIL@h``) is still part of the password."""
+    document = json.dumps({"dsn": 'postgres://u:a"' + TAIL + "@h/db"}, separators=(",", ":"))
+    stored = redact_text(_nest(document, depth))
+    assert TAIL not in stored
+    assert stored == _nest('{"dsn":"postgres://[REDACTED:url-credentials]@h/db"}', depth)
