@@ -156,14 +156,32 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "escaped-quotes": lambda n: '\\"' * (n // 2),
     # JSON after other text in strings, read one level down:
     "json-after-text-in-strings": lambda n: json.dumps(['x {"token": "a\\"b"} ' * (n // 30)]),
+    # A huge credential name over many strings, and over many numbers, in its array (each
+    # judged under that name):
+    "a-huge-name-over-many-strings": lambda n: (
+        '{"' + "x" * (n // 2) + 'password": [' + '"ab", ' * (n // 12) + '"ab"]}'
+    ),
+    "a-huge-name-over-many-numbers": lambda n: (
+        '{"' + "x" * (n // 2) + 'password": [' + "1234, " * (n // 12) + "1]}"
+    ),
     # A container under a credential name, deep and wide:
     "under-a-credential-name": lambda n: '{"token": ' + "[" * (n // 4) + '"a\\"b", ' * (n // 16),
 }
 
 
 def _work(work: _Work, text: str) -> int:
+    # The judges go over the name and the value they are given (a name's last characters, its
+    # normal form, the value's checks): that is counted too.
+    def is_name(name: str) -> bool:
+        work.add(len(name))
+        return _is_credential_member(name)
+
+    def judge(*args: Any) -> str | None:
+        work.add(sum(len(a) for a in args if isinstance(a, str)))
+        return _member_mask(*args)
+
     before = work.total
-    reader.mask_members(text, _is_credential_member, _member_mask)
+    reader.mask_members(text, is_name, judge)
     return work.total - before
 
 
@@ -223,6 +241,8 @@ def _cpu(text: str, runs: int) -> float:
         "a-string-of-brackets",
         "cut-in-a-backslash-run",
         "surrogate-pairs",
+        "a-huge-name-over-many-strings",
+        "a-huge-name-over-many-numbers",
     ],
 )
 def test_ten_times_the_input_costs_about_ten_times_the_cpu(name: str) -> None:
