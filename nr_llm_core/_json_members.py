@@ -48,12 +48,14 @@ MAX_STRING_DEPTH: Final = 8
 #: value's strings and numbers (the value itself, or every one inside an array or object) are
 #: judged by a :data:`MemberJudge`.
 NameJudge = Callable[[str], bool]
-#: ``judge(name, value, quoted)``: the mask that replaces ``value`` whole, or ``None`` to keep
-#: it. ``value`` is a string's content decoded, under the credential name ``name``; or, when
-#: not ``quoted``, a number as written, under ``name``: the credential name it is under, else
-#: its member's name, else ``None`` (a number the catalogue would mask where it stands, a
-#: card number, must be masked here, as a JSON string). A mask needs no escape in a string.
-MemberJudge = Callable[[str | None, str, bool], str | None]
+#: ``judge(name, value, quoted, credential)``: the mask that replaces ``value`` whole, or
+#: ``None`` to keep it. ``value`` is a string's content decoded, under the credential name
+#: ``name``; or, when not ``quoted``, a number as written, under ``name``: the credential name
+#: it is under (``credential`` true: ``is_name`` was asked once for it, and a judge need not
+#: read a name again for every value under it), else its member's name, else ``None`` (a
+#: number the catalogue would mask where it stands, a card number, must be masked here, as a
+#: JSON string). A mask needs no escape in a JSON string.
+MemberJudge = Callable[[str | None, str, bool, bool], str | None]
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number or
 # a literal (``NaN`` and the infinities as Python's ``json`` writes them). Every run is
@@ -179,7 +181,7 @@ def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: li
             if isinstance(read, int):
                 return read
             if under is not None:
-                read = read._replace(mask=judge(under, read.value, True))
+                read = read._replace(mask=judge(under, read.value, True, True))
             if read.mask is not None or _JSON_START.search(read.value):
                 found.append(read)  # a name too, for JSON in it (never masked)
             pos = read.high + 1
@@ -196,7 +198,10 @@ def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: li
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
             continue
         elif kind == "number":
-            mask = judge(name if under is None else under, lexeme, False)
+            if under is None:
+                mask = judge(name, lexeme, False, False)
+            else:
+                mask = judge(under, lexeme, False, True)
             if mask is not None:
                 found.append(_Scalar(mask, start, pos, lexeme, pos, quoted=False))
         state, name = (_AFTER if closers else _VALUE), None

@@ -170,15 +170,15 @@ INPUTS: dict[str, Callable[[int], str]] = {
 
 
 def _work(work: _Work, text: str) -> int:
-    # The judges go over the name and the value they are given (a name's last characters, its
-    # normal form, the value's checks): that is counted too.
+    # The judges go over what they are given (a name's normal form, the value's checks): that
+    # is counted too; a name the reader says is a credential name is not read again.
     def is_name(name: str) -> bool:
         work.add(len(name))
         return _is_credential_member(name)
 
-    def judge(*args: Any) -> str | None:
-        work.add(sum(len(a) for a in args if isinstance(a, str)))
-        return _member_mask(*args)
+    def judge(name: str | None, value: str, quoted: bool, credential: bool) -> str | None:
+        work.add(len(value) + (0 if credential or name is None else len(name)))
+        return _member_mask(name, value, quoted, credential)
 
     before = work.total
     reader.mask_members(text, is_name, judge)

@@ -58,9 +58,11 @@ def _masked(value: object, under: str | None = None, member: str | None = None) 
             for name, item in value.items()
         }
     if isinstance(value, str) and under is not None:
-        return _member_mask(under, value, True) or value
+        return _member_mask(under, value, True, True) or value
     if isinstance(value, int) and type(value) is not bool:
-        return _member_mask(under or member, str(value), False) or value
+        if under is not None:
+            return _member_mask(under, str(value), False, True) or value
+        return _member_mask(member, str(value), False, False) or value
     return value
 
 
