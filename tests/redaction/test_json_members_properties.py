@@ -95,7 +95,7 @@ def test_any_text_is_left_alone_or_changed_only_by_masks(text: str, depth: int) 
     for _ in range(depth):
         text = json.dumps(text)
     out = mask_members(text, _is_credential_member, _member_mask)
-    assert out == text or MASK in out
+    assert out == text or "[REDACTED:" in out
     assert mask_members(out, _is_credential_member, _member_mask) == out
 
 
