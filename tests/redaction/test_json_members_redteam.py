@@ -352,3 +352,29 @@ def test_a_quote_inside_url_credentials_is_still_masked(depth: int) -> None:
     stored = redact_text(_nest(document, depth))
     assert TAIL not in stored
     assert stored == _nest('{"dsn":"postgres://[REDACTED:url-credentials]@h/db"}', depth)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("inner", "expected"),
+    [
+        ({"value": SECRET}, {"value": MASK}),
+        ({"user": "ann", "pass": SECRET, "n": 77341234}, {"user": MASK, "pass": MASK, "n": MASK}),
+        ({"a": [SECRET, 12]}, {"a": [MASK, 12]}),
+    ],
+    ids=["value", "user-and-pass", "list"],
+)
+def test_json_in_a_string_under_a_credential_name(
+    inner: dict[str, object], expected: dict[str, object], depth: int
+) -> None:
+    """Tries: an object written as a JSON string under a credential name
+    (``{"credentials": "{\\"user\\": …, \\"pass\\": …}"}``): the string starts with ``{`` and
+    ends with ``}``, so it was kept as a template, and read again as JSON its members were
+    judged by their own names (``pass`` is none); as an object it would have been masked
+    inside. JSON in such a string is judged under the name it is under."""
+    for name in ("password", "credentials"):
+        document = json.dumps({name: json.dumps(inner), "n": 1})
+        stored = redact_text(_nest(document, depth))
+        assert TAIL not in stored
+        assert "77341234" not in stored
+        assert stored == _nest(json.dumps({name: json.dumps(expected), "n": 1}), depth)
