@@ -93,9 +93,9 @@ def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     monkeypatch.setattr(reader, "_DECODER", _CountedDecoder(reader._DECODER, counted))
     scalars = reader._scalars
 
-    def counted_scalars(text: str, is_name: Any, judge: Any) -> list[Any]:
+    def counted_scalars(text: str, *judges: Any) -> list[Any]:
         counted.add(len(text))  # the layer itself, and the way back built for it
-        return scalars(text, is_name, judge)
+        return scalars(text, *judges)
 
     monkeypatch.setattr(reader, "_scalars", counted_scalars)
     return counted
