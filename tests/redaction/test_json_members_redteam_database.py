@@ -7,8 +7,9 @@ stopped too early on: ``curl -i``'s headers before a body that ``json.dumps`` wr
 log whose message quotes a body after a prefix, a ``grep`` line of a pretty-printed file, a
 Node.js ``set-cookie`` array, a name the catalogue reads at its end (``"my pwd"``), a float
 under a credential name, a card number as a JSON number, an object written as a JSON string
-under ``credentials``, and compact JSON with a scheme and ``user:pw@`` in neighbouring strings. Each credential holds a canary
-after a quote. The text is stored as is and as a JSON string (as tool-call arguments are).
+under ``credentials``, and compact JSON with a scheme and ``user:pw@`` in neighbouring
+strings. Each credential holds a canary after a quote. The text is stored as is and as a JSON
+string (as tool-call arguments are).
 
 No canary may be in any byte of the database or its ``-wal``, open or closed, nor in any byte
 an OpenTelemetry exporter sends at ``redacted`` (built from the same filtered record); and the
