@@ -48,12 +48,14 @@ MAX_STRING_DEPTH: Final = 8
 #: value's strings and numbers (the value itself, or every one inside an array or object) are
 #: judged by a :data:`MemberJudge`.
 NameJudge = Callable[[str], bool]
-#: ``judge(name, value, quoted)``: the mask that replaces ``value`` whole, or ``None`` to keep
-#: it. ``value`` is a string's content decoded, under the credential name ``name``; or, when
-#: not ``quoted``, a number as written, under ``name``: the credential name it is under, else
-#: its member's name, else ``None`` (a number the catalogue would mask where it stands, a
-#: card number, must be masked here, as a JSON string). A mask needs no escape in a string.
-MemberJudge = Callable[[str | None, str, bool], str | None]
+#: ``judge(name, value, quoted, credential)``: the mask that replaces ``value`` whole, or
+#: ``None`` to keep it. ``value`` is a string's content decoded, under the credential name
+#: ``name``; or, when not ``quoted``, a number as written, under ``name``: the credential name
+#: it is under (``credential`` true: ``is_name`` was asked once for it, and a judge need not
+#: read a name again for every value under it), else its member's name, else ``None`` (a
+#: number the catalogue would mask where it stands, a card number, must be masked here, as a
+#: JSON string). A mask needs no escape in a JSON string.
+MemberJudge = Callable[[str | None, str, bool, bool], str | None]
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number or
 # a literal (``NaN`` and the infinities as Python's ``json`` writes them). Every run is
@@ -84,6 +86,7 @@ class _Scalar(NamedTuple):
     """A string or a number as read: one to mask, or a string that may hold JSON."""
 
     mask: str | None  # what replaces it whole, if anything
+    under: str | None  # the credential name it is under, if any (JSON in it is under it too)
     low: int  # where its content starts (a string's after its quote)
     high: int  # where it ends (before a string's closing quote; the text's end when cut)
     value: str  # the content decoded (a number as written)
@@ -115,30 +118,40 @@ def _string(text: str, start: int) -> _Scalar | int:
             return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
-        return _Scalar(None, start + 1, len(text), value, read, quoted=True)
-    return _Scalar(None, start + 1, end - 1, value, end - 1, quoted=True)
+        return _Scalar(None, None, start + 1, len(text), value, read, quoted=True)
+    return _Scalar(None, None, start + 1, end - 1, value, end - 1, quoted=True)
 
 
-def _scalars(text: str, is_name: NameJudge, judge: MemberJudge) -> list[_Scalar]:
+def _scalars(
+    text: str, is_name: NameJudge, judge: MemberJudge, under: str | None = None
+) -> list[_Scalar]:
     """The strings and numbers of the JSON in ``text`` that ``judge`` masks, and the strings
     that may hold JSON, in order: read from each place JSON may start, on from where the
-    reading before stopped (module docstring)."""
+    reading before stopped (module docstring). ``text`` is under the credential name
+    ``under``, if any (it is the content of a string under that name)."""
     found: list[_Scalar] = []
     pos = 0
     while (start := _JSON_START.search(text, pos)) is not None:
-        pos = _read(text, start.start(), is_name, judge, found)
+        pos = _read(text, start.start(), is_name, judge, found, under)
     return found
 
 
-def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: list[_Scalar]) -> int:
+def _read(
+    text: str,
+    pos: int,
+    is_name: NameJudge,
+    judge: MemberJudge,
+    found: list[_Scalar],
+    under_all: str | None,
+) -> int:
     """Read JSON values from ``pos`` (where JSON may start) into ``found``, up to the first
     token that does not fit; return where that token starts (always past ``pos``), where a
     malformed string ends, or the end of ``text``. Only what matters is kept: what ``judge``
-    masks, and strings that may hold JSON."""
+    masks, and strings that may hold JSON. Everything read is under ``under_all``, if given."""
     closers: list[str] = []  # the open containers' closing punctuation
     # The credential names strings and numbers are under: each with how many containers were
     # open when the container that is its value opened (one entry per name, not per bracket).
-    names: list[tuple[int, str]] = []
+    names: list[tuple[int, str]] = [] if under_all is None else [(-1, under_all)]
     state = _VALUE
     name: str | None = None  # the member whose value comes next
     top: str | None = None  # a string just read at the top: a name, if a colon follows
@@ -179,7 +192,7 @@ def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: li
             if isinstance(read, int):
                 return read
             if under is not None:
-                read = read._replace(mask=judge(under, read.value, True))
+                read = read._replace(mask=judge(under, read.value, True, True), under=under)
             if read.mask is not None or _JSON_START.search(read.value):
                 found.append(read)  # a name too, for JSON in it (never masked)
             pos = read.high + 1
@@ -196,9 +209,12 @@ def _read(text: str, pos: int, is_name: NameJudge, judge: MemberJudge, found: li
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
             continue
         elif kind == "number":
-            mask = judge(name if under is None else under, lexeme, False)
+            if under is None:
+                mask = judge(name, lexeme, False, False)
+            else:
+                mask = judge(under, lexeme, False, True)
             if mask is not None:
-                found.append(_Scalar(mask, start, pos, lexeme, pos, quoted=False))
+                found.append(_Scalar(mask, under, start, pos, lexeme, pos, quoted=False))
         state, name = (_AFTER if closers else _VALUE), None
     return pos
 
@@ -252,7 +268,7 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
                         low, high = starts[low], starts[high]
                     regions.append((low, high, replacement))
             elif scalar.quoted and depth < MAX_STRING_DEPTH and _JSON_START.search(value):
-                nested = _scalars(value, is_name, judge)
+                nested = _scalars(value, is_name, judge, scalar.under)
                 if not nested:
                     continue  # nothing read (a mask's bracket): no way back to build
                 inner = _content_starts(layer, scalar)

@@ -154,19 +154,13 @@ def _is_short_credential_member(name: str) -> bool:
     return is_credential_name(name) or is_sensitive_key(name)
 
 
-def _is_secret_member(name: str, value: str, quoted: bool) -> bool:
-    # A string or number under a credential name that is a secret, not a placeholder, a
-    # literal or a count (nr_llm_core/_secret_checks.py: member_is_secret).
-    return _is_credential_member(name) and member_is_secret(name, value, quoted=quoted)
-
-
-def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
+def _member_mask(name: str | None, value: str, quoted: bool, credential: bool) -> str | None:
     # What replaces a string or number of JSON text whole (nr_llm_core/_json_members.py):
     # a secret under a credential name is one credential-value mask (ADR 0035), whatever
     # shape it has. A long number is masked as the catalogue masks it where it stands (a card
     # number; digits under a name only one shape reads), but as a JSON string: the catalogue's
     # mask would stand outside quotes, and the text would no longer be JSON.
-    if name is not None and _is_credential_member(name):
+    if credential and name is not None:
         return _MEMBER_MASK if member_is_secret(name, value, quoted=quoted) else None
     if quoted:
         return None
@@ -179,10 +173,10 @@ def _member_mask(name: str | None, value: str, quoted: bool) -> str | None:
         return _CARD_MASK if is_card_number(run) and "e" not in value.lower() else None
     head = "" if name is None else '"' + name + '": '
     masked = _mask_to_fixed_point(head + value)
-    if masked == head + value:
-        return None
-    kind = _ONE_MASK.search(masked, len(head))
-    return _MEMBER_MASK if kind is None else kind.group()
+    if masked.endswith(value):
+        return None  # the number is kept (a mask in the name is the name's own)
+    kinds = _ONE_MASK.findall(masked)
+    return kinds[-1] if kinds else _MEMBER_MASK
 
 
 def _mask_json_members(text: str) -> str:

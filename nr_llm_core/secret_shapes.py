@@ -437,7 +437,9 @@ SECRET_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "url-credentials",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"
-        r"(?P<secret>[^\s/?#@:]{0,256}:[^\s/?#]+)@",  # redis://:password@host too
+        # redis://:password@host too. The userinfo never reads past a quote that ends a JSON
+        # string (one before , : ] or }): in compact JSON it would join two strings into one.
+        r'(?P<secret>(?:[^\s/?#@:"]|"(?![,:\]}])){0,256}:(?:[^\s/?#"]|"(?![,:\]}]))+)@',
         check.url_credentials,
         source="detect-secrets BasicAuthDetector; noseyparker np.postgres.1",
         positive=(

@@ -93,9 +93,9 @@ def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     monkeypatch.setattr(reader, "_DECODER", _CountedDecoder(reader._DECODER, counted))
     scalars = reader._scalars
 
-    def counted_scalars(text: str, is_name: Any, judge: Any) -> list[Any]:
+    def counted_scalars(text: str, *judges: Any) -> list[Any]:
         counted.add(len(text))  # the layer itself, and the way back built for it
-        return scalars(text, is_name, judge)
+        return scalars(text, *judges)
 
     monkeypatch.setattr(reader, "_scalars", counted_scalars)
     return counted
@@ -156,14 +156,32 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "escaped-quotes": lambda n: '\\"' * (n // 2),
     # JSON after other text in strings, read one level down:
     "json-after-text-in-strings": lambda n: json.dumps(['x {"token": "a\\"b"} ' * (n // 30)]),
+    # A huge credential name over many strings, and over many numbers, in its array (each
+    # judged under that name):
+    "a-huge-name-over-many-strings": lambda n: (
+        '{"' + "x" * (n // 2) + 'password": [' + '"ab", ' * (n // 12) + '"ab"]}'
+    ),
+    "a-huge-name-over-many-numbers": lambda n: (
+        '{"' + "x" * (n // 2) + 'password": [' + "1234, " * (n // 12) + "1]}"
+    ),
     # A container under a credential name, deep and wide:
     "under-a-credential-name": lambda n: '{"token": ' + "[" * (n // 4) + '"a\\"b", ' * (n // 16),
 }
 
 
 def _work(work: _Work, text: str) -> int:
+    # The judges go over what they are given (a name's normal form, the value's checks): that
+    # is counted too; a name the reader says is a credential name is not read again.
+    def is_name(name: str) -> bool:
+        work.add(len(name))
+        return _is_credential_member(name)
+
+    def judge(name: str | None, value: str, quoted: bool, credential: bool) -> str | None:
+        work.add(len(value) + (0 if credential or name is None else len(name)))
+        return _member_mask(name, value, quoted, credential)
+
     before = work.total
-    reader.mask_members(text, _is_credential_member, _member_mask)
+    reader.mask_members(text, is_name, judge)
     return work.total - before
 
 
@@ -223,6 +241,8 @@ def _cpu(text: str, runs: int) -> float:
         "a-string-of-brackets",
         "cut-in-a-backslash-run",
         "surrogate-pairs",
+        "a-huge-name-over-many-strings",
+        "a-huge-name-over-many-numbers",
     ],
 )
 def test_ten_times_the_input_costs_about_ten_times_the_cpu(name: str) -> None:

@@ -323,3 +323,58 @@ def test_a_number_the_catalogue_masks_anywhere_stays_json(
     the mask as a JSON string, as ``redact_value`` stores a card number that is an int."""
     stored = redact_text(_nest(document, depth))
     assert stored == _nest(expected or document, depth)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    "document",
+    [
+        ["http://a", "b:c@d"],
+        {"u": "ssh://host", "e": "user:pw@x"},
+        {"url": "https://example.com/x", "note": "see ann:admin@corp", "n": [1, {"k": "v@w"}]},
+    ],
+    ids=["array", "object", "members-apart"],
+)
+def test_a_mask_never_joins_two_json_strings(document: object, depth: int) -> None:
+    """Tries: compact JSON (``separators=(",", ":")``, no space anywhere) with a scheme in one
+    string and ``user:password@`` in a later one: the url-credentials shape read across the
+    quotes between them (``["http://a","b:c@d"]`` was stored as
+    ``["http://[REDACTED:url-credentials]@d"]``, one string where there were two)."""
+    text = _nest(json.dumps(document, separators=(",", ":")), depth)
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_a_quote_inside_url_credentials_is_still_masked(depth: int) -> None:
+    """The other side of the test above: a quote inside a URL's password that no JSON
+    punctuation follows (``postgres://u:a"TAIL@h``) is still part of the password."""
+    document = json.dumps({"dsn": 'postgres://u:a"' + TAIL + "@h/db"}, separators=(",", ":"))
+    stored = redact_text(_nest(document, depth))
+    assert TAIL not in stored
+    assert stored == _nest('{"dsn":"postgres://[REDACTED:url-credentials]@h/db"}', depth)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("inner", "expected"),
+    [
+        ({"value": SECRET}, {"value": MASK}),
+        ({"user": "ann", "pass": SECRET, "n": 77341234}, {"user": MASK, "pass": MASK, "n": MASK}),
+        ({"a": [SECRET, 12]}, {"a": [MASK, 12]}),
+    ],
+    ids=["value", "user-and-pass", "list"],
+)
+def test_json_in_a_string_under_a_credential_name(
+    inner: dict[str, object], expected: dict[str, object], depth: int
+) -> None:
+    """Tries: an object written as a JSON string under a credential name
+    (``{"credentials": "{\\"user\\": …, \\"pass\\": …}"}``): the string starts with ``{`` and
+    ends with ``}``, so it was kept as a template, and read again as JSON its members were
+    judged by their own names (``pass`` is none); as an object it would have been masked
+    inside. JSON in such a string is judged under the name it is under."""
+    for name in ("password", "credentials"):
+        document = json.dumps({name: json.dumps(inner), "n": 1})
+        stored = redact_text(_nest(document, depth))
+        assert TAIL not in stored
+        assert "77341234" not in stored
+        assert stored == _nest(json.dumps({name: json.dumps(expected), "n": 1}), depth)

@@ -6,8 +6,10 @@ stopped too early on: ``curl -i``'s headers before a body that ``json.dumps`` wr
 ``NaN``, a warning line, a document after a byte order mark, a log line's prefix, a structured
 log whose message quotes a body after a prefix, a ``grep`` line of a pretty-printed file, a
 Node.js ``set-cookie`` array, a name the catalogue reads at its end (``"my pwd"``), a float
-under a credential name and a card number as a JSON number. Each credential holds a canary
-after a quote. The text is stored as is and as a JSON string (as tool-call arguments are).
+under a credential name, a card number as a JSON number, an object written as a JSON string
+under ``credentials``, and compact JSON with a scheme and ``user:pw@`` in neighbouring
+strings. Each credential holds a canary after a quote. The text is stored as is and as a JSON
+string (as tool-call arguments are).
 
 No canary may be in any byte of the database or its ``-wal``, open or closed, nor in any byte
 an OpenTelemetry exporter sends at ``redacted`` (built from the same filtered record); and the
@@ -40,7 +42,7 @@ from tests.otel._receiver import OtlpReceiver, exporting
 
 from .test_encoded_canaries import PATHS, db_files
 
-KINDS = ("NAN", "BOM", "PREFIX", "MSG", "GREP", "COOKIE", "TAILNAME")
+KINDS = ("NAN", "BOM", "PREFIX", "MSG", "GREP", "COOKIE", "TAILNAME", "INSTRING")
 CARD = "4111111111111111"
 
 
@@ -69,6 +71,8 @@ def _lines(tag: str) -> list[str]:
         json.dumps({"set-cookie": ["sid=" + _canary(tag, "COOKIE") + "; Path=/; HttpOnly"]}),
         json.dumps({"my pwd": pw("TAILNAME")}),
         json.dumps({"password": 1.5, "order": int(CARD), "n": 1}),
+        json.dumps({"credentials": json.dumps({"user": "ann", "pass": pw("INSTRING")})}),
+        json.dumps(["http://a", "b:c@d"], separators=(",", ":")),
     ]
 
 
@@ -161,3 +165,6 @@ def test_no_canary_reaches_the_database_or_the_exporter(depth: int, tmp_path: Pa
                 "order": "[REDACTED:card]",
                 "n": 1,
             }
+            inner = json.loads(json.loads(lines[12])["credentials"])
+            assert inner == {"user": "[REDACTED:credential-value]", "pass": inner["user"]}
+            assert lines[13] == '["http://a","b:c@d"]'  # two strings, not one mask
