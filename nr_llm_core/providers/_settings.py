@@ -204,6 +204,9 @@ def check_api_key(key: str | None, env_var: str) -> str | None:
 #: The largest CA bundle read (certifi's whole bundle is ~300 KB).
 MAX_CA_BUNDLE_BYTES: Final = 16 * 1024 * 1024
 _PEM_CERTIFICATE: Final = b"-----BEGIN CERTIFICATE-----"
+# OpenSSL's certificate with trust settings: Python's ssl loads no such block from text
+# (``cadata``), and dropping its settings could widen what they restrict.
+_PEM_TRUSTED: Final = b"-----BEGIN TRUSTED CERTIFICATE-----"
 
 
 def _unread(exc: PrivateFileError) -> str:
@@ -245,6 +248,15 @@ def _load_ca_bundle(context: ssl.SSLContext, path: str | os.PathLike[str]) -> st
         raise ValueError(f"{what} {_unread(exc)}") from None
     if not data:
         raise ValueError(f"{what} is empty")
+    if _PEM_TRUSTED in data:
+        # Alone, the file would read as "no certificate"; beside plain blocks, these would be
+        # skipped in silence and the server refused later with no word of why.
+        raise ValueError(
+            f"{what} holds a '-----BEGIN TRUSTED CERTIFICATE-----' block (a certificate with "
+            "OpenSSL's trust settings), which is not read: give each CA certificate as a "
+            "plain '-----BEGIN CERTIFICATE-----' block (`openssl x509 -in FILE -out CA.pem` "
+            "writes one without its trust settings)"
+        )
     if _PEM_CERTIFICATE not in data:
         der = " (it looks like DER: convert it to PEM)" if data[:1] == b"\x30" else ""
         raise ValueError(

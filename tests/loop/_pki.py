@@ -3,6 +3,7 @@ the files a user might give as a CA bundle, good and bad."""
 
 from __future__ import annotations
 
+import base64
 import ssl
 from pathlib import Path
 
@@ -45,6 +46,21 @@ class Pki:
         not_pem = (
             "is not a PEM file of certificates: it holds no '-----BEGIN CERTIFICATE-----' block"
         )
+        # OpenSSL's "trusted certificate": the certificate's DER followed by its trust
+        # settings (here: trusted for serverAuth), as `openssl x509 -addtrust serverAuth
+        # -trustout` writes it.
+        trust_settings = bytes.fromhex("300c300a06082b06010505070301")
+        trusted = (
+            b"-----BEGIN TRUSTED CERTIFICATE-----\n"
+            + base64.encodebytes(der + trust_settings)
+            + b"-----END TRUSTED CERTIFICATE-----\n"
+        )
+        not_read = (
+            "holds a '-----BEGIN TRUSTED CERTIFICATE-----' block (a certificate with OpenSSL's "
+            "trust settings), which is not read: give each CA certificate as a plain "
+            "'-----BEGIN CERTIFICATE-----' block (`openssl x509 -in FILE -out CA.pem` writes "
+            "one without its trust settings)"
+        )
         (self.folder / "a-folder").mkdir(exist_ok=True)
         (self.folder / "a-file").write_bytes(b"x")
         return {
@@ -64,6 +80,11 @@ class Pki:
             "damaged": (
                 self._write("damaged.pem", damaged),
                 "holds a PEM certificate that cannot be decoded",
+            ),
+            "trusted certificates only": (self._write("trusted.pem", trusted), not_read),
+            "a trusted certificate beside a plain one": (
+                self._write("mixed.pem", self.public.cert_pem.bytes() + trusted),
+                not_read,
             ),
             "server certificate only": (
                 self._write("leaf.pem", leaf.cert_chain_pems[0].bytes()),

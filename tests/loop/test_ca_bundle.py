@@ -290,12 +290,18 @@ def test_an_https_proxy_is_verified_with_the_same_roots(
         "der",
         "private key",
         "damaged",
+        "trusted certificates only",
+        "a trusted certificate beside a plain one",
         "server certificate only",
     ],
 )
 def test_a_bad_bundle_is_refused_at_construction(
     make: Callable[..., HttpProviderBase], case: str, pki: Pki
 ) -> None:
+    """Each file that is not a usable bundle is refused when the provider is built, with the
+    path and what is wrong. A ``TRUSTED CERTIFICATE`` block (OpenSSL's trust-annotated form,
+    e.g. Fedora's ``ca-bundle.trust.crt``) is one Python cannot load: alone, it must not be
+    called "no certificate block"; beside plain blocks, it must not be dropped in silence."""
     path, problem = pki.bad_bundles()[case]
     with pytest.raises(ValueError) as info:
         make("https://api.example", ca_bundle=path)
