@@ -35,6 +35,8 @@ class HttpProviderBase:
 
     #: The hosts that need an API key (each adapter names its vendor's).
     key_required_hosts: frozenset[str] = frozenset()
+    #: What the base URL must be, in the hint of a 404 (each adapter says its own).
+    base_url_root: str = "the API's root"
     base_url: str
     model: str
     max_tokens: int
@@ -78,6 +80,7 @@ class HttpProviderBase:
         self.max_tokens = max_tokens
         self._poster = JsonPoster(
             what=what,
+            base_url_root=self.base_url_root,
             timeout=float(timeout),
             max_retries=max_retries,
             max_retry_after=max_retry_after,

@@ -176,6 +176,7 @@ class JsonPoster:
         self,
         *,
         what: str,
+        base_url_root: str = "the API's root",
         timeout: float,
         max_retries: int,
         backoff: float = 0.5,
@@ -193,6 +194,7 @@ class JsonPoster:
         #: The CA bundle's path, or ``None``: the caller's own setting, shown by ``repr()``.
         self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
         self.what = what
+        self.base_url_root = base_url_root
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
@@ -300,7 +302,7 @@ class JsonPoster:
                 if 200 <= code < 300:
                     return self._decode(data, code)
                 if code not in _RETRY_STATUSES:
-                    raise self._http_error(code, data)
+                    raise self._http_error(code, data, where)
                 status = code
                 failure = str(code)
                 problem = f"{self.what} answered HTTP {code}"
@@ -364,7 +366,7 @@ class JsonPoster:
             )
         return value
 
-    def _http_error(self, status: int, data: bytes) -> ProviderError:
+    def _http_error(self, status: int, data: bytes, where: str) -> ProviderError:
         error = _error_object(data)
         code = (
             None
@@ -383,7 +385,9 @@ class JsonPoster:
                 "authentication required)",
                 status=status,
             )
-        refused = f"{self.what} refused the request: HTTP {status}{detail}"
+        # The endpoint is named as connection errors name it: the first thing to check when
+        # a local server refuses is which URL the request went to.
+        refused = f"{where} refused the request: HTTP {status}{detail}"
         overflow = context_overflow(error)
         if overflow is not None:
             # The server's numbers (integers only) say what to shorten or enlarge.
@@ -394,7 +398,27 @@ class JsonPoster:
                 context_tokens=overflow.context_tokens,
                 completion_tokens=overflow.completion_tokens,
             )
-        return ProviderRequestError(refused, status=status)
+        hint = _refusal_hints(self.base_url_root).get(status)
+        return ProviderRequestError(f"{refused}: {hint}" if hint else refused, status=status)
+
+
+def _refusal_hints(base_url_root: str) -> dict[int, str]:
+    # What to check, in host words, for the refusals a newcomer meets first with a local
+    # server (a model it has not pulled, a base URL without its API root, a model that cannot
+    # use tools). The server's own text is never shown: it is untrusted and may quote the
+    # request.
+    invalid = (
+        "the server's reason is not shown (it may quote the request); its log says why, "
+        "e.g. a model that cannot use tools or a parameter it does not know"
+    )
+    return {
+        400: invalid,
+        404: (
+            f"the server has no such endpoint or model: check that the base URL is "
+            f"{base_url_root} and that the server serves the model you named"
+        ),
+        422: invalid,
+    }
 
 
 def _error_object(data: bytes) -> dict[str, Any] | None:

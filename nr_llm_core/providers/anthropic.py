@@ -179,6 +179,7 @@ class AnthropicProvider(HttpProviderBase):
 
     #: Anthropic's own API refuses every request without a key.
     key_required_hosts = frozenset({ANTHROPIC_HOST})
+    base_url_root = "the API's root (without /v1)"
 
     def __init__(
         self,

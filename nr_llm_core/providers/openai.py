@@ -133,6 +133,7 @@ class OpenAIChatProvider(HttpProviderBase):
 
     #: OpenAI's own API refuses every request without a key.
     key_required_hosts = frozenset({OPENAI_HOST})
+    base_url_root = "the API's root (often ending in /v1)"
 
     def __init__(
         self,

@@ -312,7 +312,11 @@ def test_other_4xx_is_a_request_error_with_only_a_short_code() -> None:
     body = {"error": {"message": "free text with secrets", "code": "a b c; not an identifier"}}
     with WireServer([Reply(400, body)]) as server, pytest.raises(ProviderRequestError) as info:
         provider(server.url).complete([ChatMessage.user("x")], [])
-    assert str(info.value) == "the OpenAI-compatible provider refused the request: HTTP 400"
+    assert str(info.value).startswith(
+        f"the OpenAI-compatible provider at {server.url}/v1/chat/completions refused the "
+        "request: HTTP 400: the server's reason is not shown"
+    )
+    assert "secret" not in str(info.value)
 
 
 def test_direct_errors_are_typed() -> None:

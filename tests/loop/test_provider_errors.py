@@ -78,7 +78,8 @@ def test_llama_cpp_context_error_keeps_the_servers_numbers() -> None:
         result = run(openai(server.url))
     assert result.termination_reason is TerminationReason.FAILED
     assert result.error == (
-        "provider error: the OpenAI-compatible provider refused the request: HTTP 400 "
+        "provider error: the OpenAI-compatible provider at "
+        f"{server.url}/v1/chat/completions refused the request: HTTP 400 "
         "(exceed_context_size_error): the prompt has 5000 tokens; the model's context holds 4096"
     )
 
@@ -142,8 +143,8 @@ def test_openai_context_errors_keep_the_numbers_only(body: dict[str, Any], said:
     with WireServer([Reply(400, body)]) as server:
         result = run(openai(server.url))
     assert (
-        result.error
-        == f"provider error: the OpenAI-compatible provider refused the request: {said}"
+        result.error == "provider error: the OpenAI-compatible provider at "
+        f"{server.url}/v1/chat/completions refused the request: {said}"
     )
     # Nothing else of the server's free text.
     assert "reduce" not in (result.error or "")
@@ -161,7 +162,8 @@ def test_anthropic_context_error_keeps_the_numbers() -> None:
     with WireServer([Reply(400, body)]) as server:
         result = run(anthropic(server.url))
     assert result.error == (
-        "provider error: the Anthropic provider refused the request: HTTP 400 "
+        f"provider error: the Anthropic provider at {server.url}/v1/messages refused the "
+        "request: HTTP 400 "
         "(invalid_request_error): the prompt has 208310 tokens; the model's context holds 200000"
     )
 
@@ -180,7 +182,8 @@ def test_numbers_that_are_not_integers_are_not_shown() -> None:
     with WireServer([Reply(400, body)]) as server:
         result = run(openai(server.url))
     assert result.error == (
-        "provider error: the OpenAI-compatible provider refused the request: HTTP 400 "
+        "provider error: the OpenAI-compatible provider at "
+        f"{server.url}/v1/chat/completions refused the request: HTTP 400 "
         "(exceed_context_size_error): the prompt does not fit the model's context"
     )
 
@@ -191,7 +194,10 @@ def test_an_unrelated_400_is_not_a_context_error() -> None:
         openai(server.url).complete([ChatMessage.user("x")], [])
     assert type(info.value) is ProviderRequestError
     assert str(info.value) == (
-        "the OpenAI-compatible provider refused the request: HTTP 400 (invalid_value)"
+        f"the OpenAI-compatible provider at {server.url}/v1/chat/completions refused the "
+        "request: HTTP 400 (invalid_value): the server's reason is not shown (it may quote the "
+        "request); its log says why, e.g. a model that cannot use tools or a parameter it does "
+        "not know"
     )
 
 
