@@ -11,7 +11,7 @@ from nr_llm_core.cli._output import visible
 from nr_llm_core.offers import OfferCode, OfferDecision
 from nr_llm_core.providers.base import TrustZone
 
-__all__ = ["not_offered_lines", "nothing_offered_line"]
+__all__ = ["not_loaded_message", "not_offered_lines", "nothing_offered_line"]
 
 # Refused because of the provider's zone: always worth saying before a run.
 _ZONE_CODES: Final = frozenset({OfferCode.UNDECLARED, OfferCode.ABOVE_CEILING})
@@ -54,6 +54,23 @@ def not_offered_lines(
     return lines
 
 
+def not_loaded_message(unknown: Sequence[str], loaded: Sequence[str]) -> str:
+    """The error for names in ``--tools`` that no loaded tool has, each with the loaded names
+    close to it (a typo), said before any request is sent."""
+    import difflib
+
+    named = []
+    for name in unknown:
+        shown = visible(name, keep_newlines=False)
+        close = difflib.get_close_matches(name, loaded, n=3)
+        named.append(f"{shown} (did you mean {' or '.join(close)}?)" if close else shown)
+    which = "a tool that is" if len(unknown) == 1 else "tools that are"
+    return (
+        f"--tools names {which} not loaded: {', '.join(named)}; nothing was sent: check the "
+        "name with `nr-llm tools list` (`nr-llm doctor` shows tools that failed to load)"
+    )
+
+
 def nothing_offered_line(decisions: Sequence[OfferDecision], zone: TrustZone) -> str:
     """The report's line for a run that offered no tool: how many tools were held back and
     for which reasons."""
@@ -73,6 +90,4 @@ def nothing_offered_line(decisions: Sequence[OfferDecision], zone: TrustZone) ->
         parts.append(f"{off} switched off")
     if counts[OfferCode.NOT_ALLOWED]:
         parts.append(f"{counts[OfferCode.NOT_ALLOWED]} not named by --tools")
-    if counts[OfferCode.UNKNOWN]:
-        parts.append(f"{counts[OfferCode.UNKNOWN]} named but not loaded")
     return f"{prefix}: {', '.join(parts)}; `nr-llm tools list` shows each tool's zones."

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError
-from nr_llm_core.cli._offers import not_offered_lines, nothing_offered_line
+from nr_llm_core.cli._offers import not_loaded_message, not_offered_lines, nothing_offered_line
 from nr_llm_core.cli._output import status, visible
 from nr_llm_core.cli._pending import recorded_level
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
@@ -25,7 +25,7 @@ from nr_llm_core.cli._session import (
 from nr_llm_core.cli._store import db_option, open_store
 from nr_llm_core.config import Config
 from nr_llm_core.loop import TerminationReason, ToolLoop
-from nr_llm_core.offers import offer_decisions
+from nr_llm_core.offers import OfferCode, offer_decisions
 from nr_llm_core.privacy import PrivacyLevel, effective_level
 from nr_llm_core.providers.base import zone_of
 from nr_llm_core.stores import AuditStore
@@ -111,6 +111,11 @@ def run(
         loop = ToolLoop(chosen, host, max_iterations=max_rounds, privacy=privacy, persister=store)
         decisions = offer_decisions(host, chosen, allowed)
         zone = zone_of(chosen)
+        unknown = [d.name for d in decisions if d.code is OfferCode.UNKNOWN]
+        if unknown:
+            # A run without the tool the user asked for would cost a request and end well:
+            # a typo or a package not installed is said before anything is sent.
+            raise click.UsageError(not_loaded_message(unknown, host.names()))
         for line in not_offered_lines(decisions, zone, named=allowed is not None):
             click.echo(line, err=True)
         with status(f"Running the tool loop ({type(chosen).__name__})") as progress:

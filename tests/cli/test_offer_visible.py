@@ -212,3 +212,39 @@ def test_no_record_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     out = CliRunner().invoke(main, ["run", "hi", "--no-record"])
     assert out.exit_code == 0, out.output
     assert out.stdout.rstrip().endswith("was not recorded (--no-record).")
+
+
+@pytest.mark.usefixtures("newcomer_tools")
+def test_a_misspelt_tools_name_stops_before_any_request(tmp_path: Path) -> None:
+    """A name in --tools that no loaded tool has (a typo, a package not installed) stops the
+    command with status 2 before the provider is asked anything and before a run is
+    recorded, and names the tools it might have meant: a run without the tool the user
+    asked for would cost a paid request and end with status 0."""
+    db = tmp_path / "audit.db"
+    with WireServer([text_reply("I have no tools.")]) as server:
+        out = CliRunner().invoke(
+            main,
+            [
+                "run",
+                "Weather?",
+                "--provider",
+                "openai",
+                "--base-url",
+                f"{server.url}/v1",
+                "--tools",
+                "forcast,inventory",
+                "--db",
+                str(db),
+            ],
+            env={"OPENAI_API_KEY": "sk-newcomer"},
+        )
+    assert out.exit_code == 2, out.output
+    assert server.requests == []
+    assert (
+        "Error: --tools names a tool that is not loaded: forcast (did you mean forecast?); "
+        "nothing was sent: check the name with `nr-llm tools list` (`nr-llm doctor` shows "
+        "tools that failed to load)"
+    ) in out.stderr
+    if db.exists():
+        with AgentRunPersister(db) as store:
+            assert store.list_runs() == []
