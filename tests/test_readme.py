@@ -26,6 +26,8 @@ _MARKED = re.compile(
     r"<!-- readme-test: (?P<what>[^\n]*?) -->\n```sh\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL
 )
 _RUN_ID = re.compile(r"\brun [0-9a-f]{32}\b")
+_RUN_ID_AT_END = re.compile(r"\bruns show [0-9a-f]{32}$")
+_RECORDED_IN = re.compile(r" recorded in \S+ at ")
 #: The walkthrough's tool, the arguments the stand-in model calls it with (from the prompt),
 #: and the answer it makes of the tool's result.
 TOOL, ARGUMENTS, ANSWER = "shout", {"text": "hello world"}, "Here it is: {result}"
@@ -120,9 +122,15 @@ def _copy_checkout(to: Path) -> None:
 
 
 def _transcript(text: str) -> list[str]:
-    """The output the README shows after the run block, run ids made alike."""
+    """The output the README shows after the run block, run ids and the store's path made
+    alike."""
     shown = text.split("```text\n", 1)[1].split("```", 1)[0]
-    return [_RUN_ID.sub("run <id>", line) for line in shown.splitlines() if line.strip()]
+    return [_alike(line) for line in shown.splitlines() if line.strip()]
+
+
+def _alike(line: str) -> str:
+    line = _RUN_ID_AT_END.sub("runs show <id>", _RUN_ID.sub("run <id>", line))
+    return _RECORDED_IN.sub(" recorded in <path> at ", line)
 
 
 @pytest.mark.slow
@@ -177,6 +185,6 @@ def test_the_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
     assert [m["content"] for m in tool_messages] == ["HELLO WORLD"]
     assert "Here it is: HELLO WORLD" in out
     # What the README shows is what the command printed.
-    printed = [_RUN_ID.sub("run <id>", line) for line in out.splitlines()]
+    printed = [_alike(line) for line in out.splitlines()]
     missing = [line for line in _transcript(text) if line not in printed]
     assert missing == [], json.dumps(out.splitlines()[-12:], indent=1)

@@ -95,7 +95,8 @@ def test_artifacts_never_reach_the_model(scripted_loop):
 README: Final = """\
 # $dist
 
-The `$name` tool for [nr-llm](https://pypi.org/project/nr-llm/).
+The `$name` tool for nr-llm. It starts as an example that counts words: make it do what
+`$name` should, and say so in its docstring (its first paragraph is what a model reads).
 
 ```sh
 pip install -e '.[test]'
@@ -117,8 +118,21 @@ pip install --find-links /path/to/nr-llm/dist -e '.[test]'
   pytest plugin.
 """
 
+GITIGNORE: Final = """\
+# nr-llm's audit store and a scripted provider's script, written where a command runs
+.nr-llm/
+# Python and build leftovers
+__pycache__/
+*.egg-info/
+build/
+dist/
+.venv/
+.pytest_cache/
+"""
+
 #: relative path (a template too) -> content template
 TEMPLATES: Final = {
+    ".gitignore": GITIGNORE,
     "pyproject.toml": PYPROJECT,
     "README.md": README,
     "src/$module/__init__.py": TOOL,

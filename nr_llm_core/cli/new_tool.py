@@ -44,6 +44,18 @@ def scaffold(name: str, parent: Path) -> Path:
     return root
 
 
+def _installed_by(name: str) -> str | None:
+    # The distribution whose nr_llm.tool entry point already claims ``name``, if any: a
+    # second package with the same name would make the host refuse both.
+    import importlib_metadata
+
+    from nr_llm_core.host import ENTRY_POINT_GROUP
+
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return ep.dist.name if ep.dist is not None else "an unknown distribution"
+    return None
+
+
 @click.command("new-tool")
 @click.argument("name")
 @click.option(
@@ -56,13 +68,26 @@ def scaffold(name: str, parent: Path) -> Path:
 )
 def new_tool(name: str, directory: Path) -> None:
     """Create nr-llm-NAME/: a tool package with its entry point, the tool, a test, a README."""
+    owner = _installed_by(name)
+    if owner is not None:
+        raise click.ClickException(
+            f"a tool named {name!r} is already installed (by the distribution {owner}): two "
+            "packages that claim one name are both refused when tools load; choose another "
+            "name"
+        )
     try:
         root = scaffold(name, directory)
     except (ValueError, FileExistsError) as exc:
         raise click.ClickException(str(exc)) from None
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         click.echo(f"created {path}")
-    click.echo(f"\nNext:\n  cd {root}\n  pip install -e '.[test]'\n  pytest")
+    tool_file = root / "src" / f"nr_llm_{name}" / "__init__.py"
+    click.echo(
+        f"\nNext (with the Python nr-llm is installed in: its venv activated):\n"
+        f"  cd {root}\n  pip install -e '.[test]'\n  pytest\n"
+        f"  edit {tool_file}: it starts as an example that counts words; its docstring's "
+        "first paragraph is what a model reads"
+    )
     click.echo(
         "\n(nr-llm not on your package index yet? Build its wheel in a clone with\n"
         "`python -m build` and add `--find-links /path/to/nr-llm/dist` to the pip install.)"

@@ -21,6 +21,7 @@ def test_new_tool_writes_the_four_files(tmp_path: Path) -> None:
     root = tmp_path / "nr-llm-word-count"
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     assert files == [
+        ".gitignore",
         "README.md",
         "pyproject.toml",
         "src/nr_llm_word_count/__init__.py",
@@ -31,6 +32,11 @@ def test_new_tool_writes_the_four_files(tmp_path: Path) -> None:
         pyproject
     )
     assert "pip install -e" in result.output
+    assert (
+        f"edit {root / 'src' / 'nr_llm_word_count' / '__init__.py'}: it starts as an example "
+        "that counts words; its docstring's first paragraph is what a model reads"
+    ) in result.output
+    assert "pypi.org" not in (root / "README.md").read_text()  # nr-llm is not published
     for path in root.rglob("*.py"):
         compile(path.read_text(), str(path), "exec")
 
@@ -41,6 +47,44 @@ def test_new_tool_refuses_names_that_are_not_tool_names(tmp_path: Path, name: st
     assert result.exit_code == 1
     assert "is not a tool name" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_new_tool_refuses_a_name_an_installed_tool_has(tmp_path: Path) -> None:
+    """`calculate` is one of nr-llm's own builtins (an entry point of the installed nr-llm
+    distribution): a second package claiming it would make the host refuse both, so the
+    scaffold refuses the name before it writes anything."""
+    result = CliRunner().invoke(main, ["new-tool", "calculate", "--dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert (
+        "a tool named 'calculate' is already installed (by the distribution nr-llm): two "
+        "packages that claim one name are both refused when tools load; choose another name"
+    ) in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_scaffold_keeps_the_audit_store_out_of_git(tmp_path: Path) -> None:
+    """Running the tool from its package directory writes ./.nr-llm/ (the audit store, a
+    scripted provider's script): the generated .gitignore keeps it, and the build and test
+    leftovers, out of a commit (checked with a real git)."""
+    root = scaffold("tally", tmp_path)
+    for leftover in (".nr-llm/audit.db", "src/nr_llm_tally/__pycache__/x.pyc", "build/x"):
+        (root / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (root / leftover).write_text("x")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    staged = subprocess.run(
+        ["git", "-C", str(root), "diff", "--cached", "--name-only"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(staged) == [
+        ".gitignore",
+        "README.md",
+        "pyproject.toml",
+        "src/nr_llm_tally/__init__.py",
+        "tests/test_tally.py",
+    ]
 
 
 def test_new_tool_never_overwrites(tmp_path: Path) -> None:
