@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from nr_llm_core.cli._output import visible
+from nr_llm_core.cli._output import near_names, visible
 from nr_llm_core.offers import OfferCode, OfferDecision
 from nr_llm_core.providers.base import TrustZone
 
@@ -57,13 +57,7 @@ def not_offered_lines(
 def not_loaded_message(unknown: Sequence[str], loaded: Sequence[str]) -> str:
     """The error for names in ``--tools`` that no loaded tool has, each with the loaded names
     close to it (a typo), said before any request is sent."""
-    import difflib
-
-    named = []
-    for name in unknown:
-        shown = visible(name, keep_newlines=False)
-        close = difflib.get_close_matches(name, loaded, n=3)
-        named.append(f"{shown} (did you mean {' or '.join(close)}?)" if close else shown)
+    named = [visible(name, keep_newlines=False) + near_names(name, loaded) for name in unknown]
     which = "a tool that is" if len(unknown) == 1 else "tools that are"
     return (
         f"--tools names {which} not loaded: {', '.join(named)}; nothing was sent: check the "

@@ -28,6 +28,7 @@ __all__ = [
     "NO_ARTIFACTS",
     "echo_visible",
     "log_visibly",
+    "near_names",
     "or_nothing",
     "page",
     "render_table",
@@ -285,3 +286,12 @@ class status:  # used as a statement: `with status("Preparing …"):`
             word = "failed"
         whole = self._tty or self._broken
         click.echo(f"{self.message} … {word}" if whole else f" {word}", err=True)
+
+
+def near_names(name: str, loaded: Sequence[str]) -> str:
+    """What follows a name the user typed that nothing has: the names in ``loaded`` close to
+    it, `` (did you mean forecast?)``, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(name, loaded, n=3)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""

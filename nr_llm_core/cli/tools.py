@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 
 import click
 
-from nr_llm_core.cli._output import echo_visible, or_nothing, render_table, visible
+from nr_llm_core.cli._output import (
+    echo_visible,
+    near_names,
+    or_nothing,
+    render_table,
+    visible,
+)
 from nr_llm_core.cli._session import (
     block_option,
     config_option,
@@ -148,8 +154,7 @@ def show_tool(
     """A tool's spec and the JSON Schema of its arguments."""
     with session() as stack:
         host = stack.enter_context(_host(block, isolate, config_path))
-        if name not in host.names():
-            raise click.ClickException(f"no tool named {visible(name, keep_newlines=False)!r}")
+        _must_be_loaded(host, name)
         spec = host.spec(name)
         where = host.distribution(name) or "registered in code"
         isolated = host.is_isolated(name)
@@ -195,6 +200,7 @@ def run_tool(
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
     with session() as stack:
         host = stack.enter_context(_host(block, isolate, config_path, tool_timeout))
+        _must_be_loaded(host, name)
         # No per-call limit: the host's applies (an isolated tool's is its policy's).
         result = host.invoke(name, arguments)
     if as_json:
@@ -203,6 +209,20 @@ def run_tool(
         print_result(result)
     if result.is_error:
         sys.exit(1)
+
+
+def _must_be_loaded(host: ToolHost, name: str) -> None:
+    # The common case when a package grows: a second @tool without its entry point.
+    if name in host.names():
+        return
+    shown = visible(name, keep_newlines=False)
+    near = near_names(name, host.names())
+    raise click.ClickException(
+        f"no tool named {shown!r} is loaded{near}: a tool is loaded from an entry point in "
+        'its package\'s pyproject.toml ([project.entry-points."nr_llm.tool"] NAME = '
+        '"module:object"); after adding one, install the package again (`pip install -e .`). '
+        "`nr-llm tools list` shows what is loaded, `nr-llm doctor` what failed to load"
+    )
 
 
 def result_to_dict(result: ToolResult) -> dict[str, Any]:

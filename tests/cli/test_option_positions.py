@@ -98,7 +98,7 @@ def test_tools_run_takes_each_option_in_either_position(
     for option in (["--config", str(blocking)], ["--block", TOOL]):
         out = invoke(*before_and_after(calc, option)[position])
         assert out.exit_code == 1, (option, out.output)
-        assert f'unknown tool "{TOOL}"' in out.output
+        assert f"no tool named '{TOOL}' is loaded" in out.output
 
 
 def test_names_given_before_and_after_are_joined() -> None:
