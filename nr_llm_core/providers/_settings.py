@@ -140,8 +140,9 @@ def check_base_url(url: str) -> str:
         )
     if "@" in parts.netloc:
         raise ConfigurationError(
-            "the base URL may not hold credentials (user:password@): pass the API key as "
-            "api_key or in its environment variable"
+            "the base URL may not hold credentials (user:password@): give the API key on its "
+            "own, in its environment variable (such as OPENAI_API_KEY), with `nr-llm keys set`, "
+            "or as api_key= in Python"
         )
     if parts.query or parts.fragment or url[-1] in "?#":
         raise ConfigurationError(

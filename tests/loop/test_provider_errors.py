@@ -320,7 +320,12 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         ("http://-bad-/v1", "must name a host"),
         ("http://llm.example:99999/v1", "port must be a number from 1 to 65535"),
         ("http://llm.example:80a/v1", "port must be a number from 1 to 65535"),
-        ("http://user:s3cr3t@llm.example/v1", "may not hold credentials"),
+        (
+            "http://user:s3cr3t@llm.example/v1",
+            "may not hold credentials (user:password@): give the API key on its own, in its "
+            "environment variable (such as OPENAI_API_KEY), with `nr-llm keys set`, or as "
+            "api_key= in Python",
+        ),
         ("http://llm.example/v1?api-key=s3cr3t", "may not have a query"),
         ("", "is empty"),
     ],
