@@ -129,7 +129,7 @@ def _data_class_decision(spec: ToolSpec, zone: TrustZone) -> OfferDecision:
             fix=(
                 'declare data_class="public" in its ToolSpec or @tool if its output may go to '
                 'any provider (else "internal" or "secret-adjacent"), or use a provider on '
-                "this machine (--trust-zone local)"
+                f"this machine ({_setting_the_zone(['local'])})"
             ),
         )
     ceiling = zone.ceiling.value
@@ -144,8 +144,22 @@ def _data_class_decision(spec: ToolSpec, zone: TrustZone) -> OfferDecision:
         fix=(
             f'declare data_class="{ceiling}" in the tool if its output may go to {zone.value} '
             f"providers, or run it with a provider you trust with {data_class.value} data "
-            f"(--trust-zone {' or '.join(trusted)})"
+            f"({_setting_the_zone(trusted)})"
         ),
+    )
+
+
+def _setting_the_zone(zones: list[str]) -> str:
+    # Each front end sets a provider's zone its own way: the command line by option, the
+    # playground (which has no such option) and every command by the configuration file.
+    if len(zones) == 1:
+        return (
+            f"trust zone {zones[0]}: --trust-zone {zones[0]} on the command line, "
+            f'trust_zone = "{zones[0]}" in its [providers.NAME] table of the configuration file'
+        )
+    return (
+        f"trust zone {' or '.join(zones)}: --trust-zone on the command line, trust_zone in its "
+        "[providers.NAME] table of the configuration file"
     )
 
 

@@ -149,7 +149,7 @@ def test_run_on_an_external_provider_names_each_tool_it_will_not_get(tmp_path: P
     assert "inventory: it declares no data class, so it counts as secret-adjacent" in err
     assert 'fix: declare data_class="public" in its ToolSpec or @tool if its output may go' in err
     assert "payroll: its data class is internal" in err
-    assert "--trust-zone local or private-hosted" in err
+    assert "trust zone local or private-hosted: --trust-zone on the command line" in err
     assert "forecast" not in err  # left out of --tools: the user's own choice
     assert (
         "no tool was offered to this provider (trust zone external): 1 declare(s) no data "
