@@ -47,7 +47,18 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     (wheel,) = out.glob("nr_llm-*.whl")
     (sdist,) = out.glob("nr_llm-*.tar.gz")
-    return {"wheel": wheel, "sdist": sdist, "dir": out}
+    log = out / "build.log"
+    log.write_text(proc.stdout + proc.stderr)
+    return {"wheel": wheel, "sdist": sdist, "dir": out, "log": log}
+
+
+def test_the_build_leaves_nothing_out_in_silence(dists: dict[str, Path]) -> None:
+    """setuptools warns when a folder of package data is not a listed package ("Package
+    would be ignored"): a newcomer who builds the wheel reads that as broken, and a later
+    setuptools drops the files. The build must not warn of it."""
+    log = dists["log"].read_text()
+    assert "would be ignored" not in log, log[-4000:]
+    assert "is absent from the `packages` configuration" not in log, log[-4000:]
 
 
 @pytest.fixture(scope="module")
