@@ -125,6 +125,12 @@ def _as_postgres() -> dict[str, Any]:
 
 
 def _wait_ready(keeper: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    try:
+        import psycopg
+    except ImportError:
+        raise RuntimeError(
+            "the PostgreSQL tests need the postgres extra: pip install -e '.[test,postgres]'"
+        ) from None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if keeper.poll() is not None:  # the keeper exits when the server does
@@ -132,8 +138,6 @@ def _wait_ready(keeper: subprocess.Popen[bytes], port: int, log: Path) -> None:
             raise RuntimeError(f"postgres exited ({keeper.returncode}): {said}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
             try:
-                import psycopg
-
                 with psycopg.connect(
                     f"host=127.0.0.1 port={port} user={_USER} dbname=postgres", connect_timeout=2
                 ):
