@@ -69,6 +69,7 @@ from nr_llm_core.privacy import (
     effective_level,
     resolve_privacy_level,
     run_level,
+    run_meta,
     stored_level_update,
 )
 from nr_llm_core.trace import RunStep, StepKind
@@ -217,7 +218,8 @@ class AgentRunPersister(StoreBase):
         asked = None if meta is None else meta.get("privacy")
         level = self.level_for(privacy, asked)
         try:
-            meta_json = None if meta is None else encode_json_str(dict(meta))
+            meta = run_meta(meta, level)
+            meta_json = None if meta is None else encode_json_str(meta)
         except Exception as exc:
             raise AuditStoreError(f"run meta is not JSON: {type(exc).__name__}") from None
         try:

@@ -39,7 +39,7 @@ from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
 from nr_llm_core.offers import offered_specs
-from nr_llm_core.privacy import PrivacyLevel, resolve_privacy_level
+from nr_llm_core.privacy import PrivacyLevel, kept_model_name, resolve_privacy_level
 from nr_llm_core.provider_record import check_same_provider, provider_change, provider_record
 from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
@@ -547,7 +547,8 @@ class ToolLoop:
         except Exception:  # a property that raises names no model
             model = None
         if type(model) is str:  # the model name the operator configured (host metadata)
-            meta["model"] = model[:200]
+            # A key pasted as the model never reaches a store, even a third party's.
+            meta["model"] = kept_model_name(model[:200])
         if self.privacy is not None:  # a level nobody named asks for nothing
             meta["privacy"] = self.privacy.value
         if watch is not None:  # its trace context, so `runs show` can name the trace

@@ -91,9 +91,11 @@ __all__ = [
     "approver_level",
     "call_reference",
     "effective_level",
+    "kept_model_name",
     "reason_code",
     "resolve_privacy_level",
     "run_level",
+    "run_meta",
     "stored_level_update",
 ]
 
@@ -510,6 +512,28 @@ def _provider_change(value: object) -> dict[str, Any] | None:
             "model": _model_name(record.get("model")),
         }
     return change
+
+
+def kept_model_name(model: object) -> str | None:
+    """``model`` as it may be stored: a plain model name (letters, digits and ``._:/@+=-``)
+    that no secret shape matches, else :data:`UNRECOGNISED_MODEL` (the operator's setting
+    could hold a key pasted into it); ``None`` stays ``None``."""
+    return _model_name(model)
+
+
+def run_meta(meta: Mapping[str, Any] | None, level: PrivacyLevel) -> dict[str, Any] | None:
+    """A run's ``meta`` as a store keeps it at ``level``: its ``model`` under the same rule as
+    a ``provider_change`` record (:func:`kept_model_name`; not at all at ``NONE``), every other
+    key as the host passed it. Both stores' ``begin`` call it with the run's level."""
+    if meta is None:
+        return None
+    kept = dict(meta)
+    if "model" in kept:
+        if level is PrivacyLevel.NONE:
+            del kept["model"]
+        else:
+            kept["model"] = _model_name(kept["model"])
+    return kept
 
 
 def _model_name(model: object) -> str | None:
