@@ -85,6 +85,37 @@ def test_file_is_wal_owner_only_and_at_the_current_schema(db: Path) -> None:
     conn.close()
 
 
+@pytest.mark.parametrize("how", ["open_store", "the CLI"])
+def test_a_new_store_folder_is_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The folder a new store is created in is 0700 under a umask of 022, as the persister
+    makes it: a path that created it first with the umask's 0755 (`open_store`, which every
+    command goes through) let others list the database and its suspended-state folder."""
+    import os
+
+    from click.testing import CliRunner
+
+    from nr_llm_core.cli import main
+    from nr_llm_core.stores import open_store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NR_LLM_DISABLE_PLUGIN_AUTOLOAD", "1")
+    old = os.umask(0o022)
+    try:
+        if how == "open_store":
+            open_store(str(tmp_path / "new" / "audit.db")).close()
+            folder = tmp_path / "new"
+        else:
+            monkeypatch.delenv("NR_LLM_DB", raising=False)
+            out = CliRunner().invoke(main, ["run", "hello"])
+            assert out.exit_code == 0, out.output
+            folder = tmp_path / ".nr-llm"
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
 def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("NR_LLM_DB")
     assert default_db_path() == Path(".nr-llm") / "audit.db"

@@ -190,6 +190,5 @@ def open_store(
         return PostgresStore(chosen, privacy=privacy, known_tools=known_tools)
     from nr_llm_core.audit import AgentRunPersister
 
-    path = sqlite_path(chosen)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return AgentRunPersister(path, privacy=privacy, known_tools=known_tools)
+    # The persister creates the file and its folder owner-only (0600, 0700).
+    return AgentRunPersister(sqlite_path(chosen), privacy=privacy, known_tools=known_tools)
