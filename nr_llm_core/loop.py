@@ -596,16 +596,40 @@ class ToolLoop:
     def _watched(
         self, run: _Run, watch: RunWatch | None, body: Callable[[], ToolLoopResult]
     ) -> ToolLoopResult:
-        """``body()``, with ``watch`` told how it ended, however it ended."""
-        if watch is None:
-            return body()
+        """``body()``, with ``watch`` told how it ended, however it ended; a run the host
+        interrupts is settled first (:meth:`_interrupted`)."""
         try:
             result = body()
-        except BaseException:
-            self._unwatch(run, watch, None)
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted(run)
+            if watch is not None:
+                self._unwatch(run, watch, None)
             raise
-        self._unwatch(run, watch, result)
+        except BaseException:
+            if watch is not None:
+                self._unwatch(run, watch, None)
+            raise
+        if watch is not None:
+            self._unwatch(run, watch, result)
         return result
+
+    def _interrupted(self, run: _Run) -> None:
+        # Ctrl-C or a stop signal (the CLI turns SIGTERM and SIGHUP into KeyboardInterrupt):
+        # the run ends here, `cancelled` for the reason `interrupted`. Left `running`, no
+        # command could end it (approve, deny and discard take only a waiting run). Other
+        # exceptions leave it as it is: a worker's run is handed over by its queue.
+        if self.persister is None:
+            return
+        try:
+            self.persister.settle(
+                run.run_id,
+                "cancelled",
+                termination_reason="interrupted",
+                iterations=run.iterations,
+                usage=run.usage.to_dict(),
+            )
+        except Exception as exc:
+            log_exception(logger, "the persister could not settle run %s", run.run_id, exc=exc)
 
     def _unwatch(self, run: _Run, watch: RunWatch, result: ToolLoopResult | None) -> None:
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from nr_llm_core.audit import AgentRunPersister
 from tests.loop._wire import Reply, WireServer
 from tests.loop.test_openai_wire import tool_call_reply
 
@@ -80,7 +81,8 @@ def test_a_signal_while_waiting_for_the_model_closes_everything(
 ) -> None:
     """The tool ran (its worker and child are up), the model is slow, the command is told to
     stop: it unwinds, kills the worker's group, closes the store, and exits 128 + signal
-    (Ctrl-C: click's `Aborted!`, status 1)."""
+    (Ctrl-C: click's `Aborted!`, status 1). The run is settled `cancelled` for the reason
+    `interrupted`: left `running`, no command could ever end it."""
     replies = [tool_call_reply(("c1", "probe_spawn", "{}")), Reply(hang=True)]
     with WireServer(replies) as server:
         args = [
@@ -114,6 +116,9 @@ def test_a_signal_while_waiting_for_the_model_closes_everything(
                 server.release.set()
     assert proc.returncode == (1 if signum == signal.SIGINT else 128 + signum), err
     assert_closed(child, worker, db)
+    with AgentRunPersister(db) as store:
+        (run,) = store.list_runs()
+    assert (run["status"], run["termination_reason"]) == ("cancelled", "interrupted")
 
 
 def test_a_provider_error_after_a_tool_call_closes_everything(
