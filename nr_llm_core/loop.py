@@ -626,6 +626,7 @@ class ToolLoop:
                 "cancelled",
                 termination_reason="interrupted",
                 iterations=run.iterations,
+                truncated=False,
                 usage=run.usage.to_dict(),
             )
         except Exception as exc:

@@ -20,10 +20,11 @@ from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
 from nr_llm_core.cli._provider_check import recorded_words
 from nr_llm_core.errors import ApprovalError
-from nr_llm_core.privacy import approver_level
+from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level
 from nr_llm_core.stores import AuditStore
 
 __all__ = [
+    "level_stored_with",
     "not_shown_note",
     "pending_json",
     "pending_text",
@@ -46,6 +47,16 @@ def recorded_level(store: AuditStore | None, run_id: str, fallback: object) -> o
     except AuditStoreError:
         return None  # fail closed: an unreadable level shows no arguments
     return fallback if record is None else approver_level(record["privacy_level"])
+
+
+def level_stored_with(store: AuditStore, run_id: str) -> object:
+    """The privacy level text stored with ``run_id`` (``None`` when it cannot be read): where
+    it differs from :func:`recorded_level`, ``NR_LLM_PRIVACY_LEVEL`` made the view stricter."""
+    try:
+        record = store.get_run(run_id)
+    except AuditStoreError:
+        return None
+    return None if record is None else record["privacy_level"]
 
 
 def not_shown_note(privacy_level: object) -> str:
@@ -139,6 +150,7 @@ def show_before_deciding(
     blind: bool,
     yes: bool,
     run_id: str | None = None,
+    stored_level: object = None,
 ) -> SuspendedRunState:
     """Show the pending calls a decision applies to, and return their state.
 
@@ -152,11 +164,18 @@ def show_before_deciding(
         words = str(problem) if run_id is None else unusable(run_id, str(problem))
         raise click.ClickException(visible(words, keep_newlines=False))
     if approve and not arguments_shown(privacy_level) and not blind:
+        level = visible(str(privacy_level), keep_newlines=False)
+        where = f"is recorded at privacy level {level}"
+        if type(stored_level) is str and stored_level != privacy_level:
+            # The stricter level is this command's (the variable), not the run's.
+            where = (
+                f"is recorded at privacy level {visible(stored_level, keep_newlines=False)}, "
+                f"and {PRIVACY_ENV_VAR}={level} makes this command show it at {level}"
+            )
         raise click.ClickException(
-            f"run {visible(state.run_id, keep_newlines=False)!r} is recorded at privacy level "
-            f"{visible(str(privacy_level), keep_newlines=False)}: its pending calls' arguments "
-            "are not shown, so they cannot be checked here. Pass --blind to approve them "
-            "unseen, or deny the run."
+            f"run {visible(state.run_id, keep_newlines=False)!r} {where}: its pending calls' "
+            "arguments are not shown, so they cannot be checked here. Pass --blind to approve "
+            "them unseen, or deny the run."
         )
     page(render_pending(state, privacy_level))
     if yes or not sys.stdin.isatty():

@@ -18,6 +18,7 @@ import click
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
 from nr_llm_core.cli._pending import (
+    level_stored_with,
     pending_json,
     pending_text,
     recorded_level,
@@ -297,7 +298,13 @@ def _decide(
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
         state = show_before_deciding(
-            data, level, approve=approve, blind=blind, yes=yes, run_id=run_id
+            data,
+            level,
+            approve=approve,
+            blind=blind,
+            yes=yes,
+            run_id=run_id,
+            stored_level=level_stored_with(store, run_id),
         )
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest

@@ -157,6 +157,23 @@ def test_approve_shows_the_calls_then_applies_the_decision(
     assert product_name(shop) == NAME
 
 
+def test_a_stricter_level_of_the_command_is_named_as_the_commands(
+    shop: Path, script: Path, audit: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run recorded at metadata, approved by a command under NR_LLM_PRIVACY_LEVEL=none: the
+    refusal says the level is the command's, from that variable, not the run's (which
+    `runs list` shows as metadata)."""
+    run_id, digest, _ = suspend(script)
+    monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", "none")
+    code, refused = cli("runs", "approve", run_id, "--digest", digest, "--script", str(script))
+    assert code == 1
+    assert (
+        f"run {run_id!r} is recorded at privacy level metadata, and NR_LLM_PRIVACY_LEVEL=none "
+        "makes this command show it at none: its pending calls' arguments are not shown"
+    ) in " ".join(refused.split())
+    assert product_name(shop) == "Mechanical keyboard"
+
+
 def test_deny_shows_the_calls_then_refuses_them(shop: Path, script: Path, audit: Path) -> None:
     run_id, digest, _ = suspend(script)
     code, out = cli("runs", "deny", run_id, "--digest", digest, "--script", str(script))
