@@ -333,14 +333,19 @@ class RunManager:
             while len(self._held) > _KEEP_WAITING:  # the oldest stays in the store, discardable
                 self._held.popitem(last=False)
 
-    def _after(self, resuming: _Held | None) -> Event:
+    def _after(self, resuming: _Held | None, *, refused: bool) -> Event:
         """After a decision ended without a terminal result: the run as the store has it
-        now (it may well still wait: the claim is taken after every check)."""
+        now (it may well still wait: the claim is taken after every check). ``refused``: the
+        loop or the store refused it (before any tool ran); otherwise it raised part-way,
+        and without a store, which would say the run was claimed, it is let go: an approved
+        call that may have run is never offered again."""
         if resuming is None:
             return {}
         run_id = resuming.state.run_id
         with self._lock:
             resuming.busy = False
+            if not refused and self.store is None and self._held.get(run_id) is resuming:
+                del self._held[run_id]
         return {"run_id": run_id, "approval": self._approval_or_none(run_id)}
 
     def _submit(
@@ -355,7 +360,7 @@ class RunManager:
             try:
                 result = work()
             except (ApprovalError, AuditStoreError) as exc:  # host-worded: who resumed it …
-                after = self._after(resuming)
+                after = self._after(resuming, refused=True)
                 reason = refusal_words(exc)
                 stream.finish({"event": "error", "run_id": None, "reason": reason, **after})
             except BaseException as exc:
@@ -364,7 +369,7 @@ class RunManager:
                 # leaves its client waiting forever. The reason names the kind of exception in
                 # host words (a builtin or nr-llm type), never a class name some plugin chose.
                 log_exception(logger, "a playground run raised", exc=exc)
-                after = self._after(resuming)
+                after = self._after(resuming, refused=False)
                 reason = f"the run failed: {known_type_phrase(type(exc))}"
                 stream.finish({"event": "error", "run_id": None, "reason": reason, **after})
             else:
