@@ -422,8 +422,15 @@
     });
     yes.addEventListener("click", async () => {
       box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
-      const response = await request(
-        "/api/runs/" + encodeURIComponent(view.run_id) + "/discard", {});
+      let response;
+      try {
+        response = await request("/api/runs/" + encodeURIComponent(view.run_id) + "/discard", {});
+      } catch (error) {
+        // Not sent, or no answer: the run may still wait; shown again as it was.
+        renderApproval(box, view, { refusal: "the request failed: " + error.message, decide,
+          onDiscarded });
+        return;
+      }
       const data = await response.json().catch(() => ({}));
       if (response.ok) {
         showGone(box, data.reason, data.discarded ? "discarded" : "gone");
