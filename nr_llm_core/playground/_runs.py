@@ -1,18 +1,17 @@
-"""Agent runs for the playground: each in a worker thread, its steps streamed as events.
+"""Agent runs for the playground: each in a worker thread, its steps streamed as events (see
+:mod:`~nr_llm_core.playground._stream`), and the runs it paused, decided as the store allows.
 
-A run's :class:`~nr_llm_core.trace.RunTrace` listener turns each step into a ``step`` event (the
-record the audit store keeps of it at the run's privacy level, and nothing more) the moment it
-is recorded and hands it to the request's event loop through a thread-safe call; the
-response reads them from an ``asyncio.Queue``. The loop runs on in its thread whatever the
-client does: a client that goes away stops reading, not the run (and the audit store, a trace
-listener of its own, records every step). Events, in order: one ``context``, one ``step`` per
-step, then exactly one of ``done``, ``error`` or ``awaiting_approval``.
+The loop runs on in its thread whatever the client does: a client that goes away stops
+reading, not the run (and the audit store, a trace listener of its own, records every step).
+Events, in order: one ``context``, one ``step`` per step, then exactly one of ``done``,
+``error`` or ``awaiting_approval``. Whether a paused run still waits is the store's to say
+(ADR 0037): a decision the loop or the store refuses leaves the run held and shown, and an
+``error`` event after a decision carries the run as the store has it then (``approval``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 import threading
@@ -25,15 +24,16 @@ import attrs
 
 from nr_llm_core._inert import known_type_phrase
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, approver_view, decisions_for
-from nr_llm_core.audit import AuditStoreError, claimant
+from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.audit import AuditStoreError, UnknownRunError, claimant
 from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, ConfigurationError
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import TerminationReason, ToolLoop, ToolLoopResult
-from nr_llm_core.playground._store import Store, level_for, persisted_record
+from nr_llm_core.playground._store import Store, level_for
+from nr_llm_core.playground._stream import Event, Stream
+from nr_llm_core.playground._waiting import gone_view, held_view, refusal_words, store_view
 from nr_llm_core.privacy import approver_level
 from nr_llm_core.providers.base import Provider
-from nr_llm_core.trace import RunStep, RunTrace
 
 __all__ = ["ProviderFactory", "ResumeRefused", "RunManager", "RunRequest"]
 
@@ -42,7 +42,9 @@ logger = logging.getLogger("nr_llm.playground")
 #: Makes a fresh provider for one run.
 ProviderFactory = Callable[[], Provider]
 _KEEP_WAITING: Final = 500
-Event = dict[str, Any]
+_BUSY: Final = "a decision on this run is being applied"
+#: The keys of an approval view an ``awaiting_approval`` event carries.
+_PAUSE_KEYS: Final = ("digest", "privacy", "arguments_shown", "suspended_with", "pending")
 
 
 def _setup_failure(exc: Exception) -> str:
@@ -69,12 +71,15 @@ class RunRequest:
 
 @final
 class ResumeRefused(Exception):
-    """A resume request that cannot be honoured; ``status`` is the HTTP status to answer."""
+    """A resume or discard request that cannot be honoured: ``status`` is the HTTP status to
+    answer, ``reason`` host words, ``approval`` what the store says of the run now (see
+    :mod:`~nr_llm_core.playground._waiting`; ``None`` when it could not be read)."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, approval: Event | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.approval = approval
 
 
 @attrs.frozen(kw_only=True)
@@ -87,67 +92,14 @@ class _Setup:
     privacy: str
 
 
-@attrs.frozen(kw_only=True)
-class _Waiting:
+@attrs.define(kw_only=True)
+class _Held:
+    """A run this playground paused, with the provider to go on with. Not the truth about
+    whether it waits (the store is): ``busy`` while a decision on it is being applied."""
+
     setup: _Setup
     state: SuspendedRunState
-
-
-class _Stream:
-    """One response's events: a trace listener on the worker side, an async iterator on the
-    event-loop side."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, level: str, context: Event) -> None:
-        self._loop = loop
-        self._level = level
-        self._context = context
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        self._index = 0
-        self._context_sent = False
-        self.trace: RunTrace | None = None
-
-    def _emit(self, event: Event | None) -> None:
-        # A closed event loop (the server stopped) raises RuntimeError; the run still completes.
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-
-    def _send_context(self, run_id: str | None) -> None:
-        if not self._context_sent:
-            self._context_sent = True
-            self._emit({"event": "context", "run_id": run_id, **self._context})
-
-    def __call__(self, trace: RunTrace, step: RunStep) -> None:
-        self.trace = trace
-        self._send_context(trace.run_id)
-        record = step.to_dict()
-        # The live view shows the record the store keeps at the run's level, through the same
-        # filter: a level that keeps no content shows none either (docs/privacy.md).
-        try:
-            shown = persisted_record(record, self._level)
-        except Exception as exc:  # the filter does not raise; if it ever did, show the frame only
-            log_exception(logger, "the privacy filter raised on a %s step", step.kind, exc=exc)
-            shown = {
-                "kind": record.get("kind"),
-                "round": record.get("round"),
-                "duration_ms": record.get("duration_ms"),
-                "unavailable": "the privacy filter failed on this step",
-            }
-        self._emit({"event": "step", "run_id": trace.run_id, "index": self._index, "step": shown})
-        self._index += 1
-
-    def finish(self, event: Event) -> None:
-        if event.get("run_id") is None and self.trace is not None:
-            event = {**event, "run_id": self.trace.run_id}
-        self._send_context(event.get("run_id"))
-        self._emit(event)
-        self._emit(None)
-
-    async def events(self) -> AsyncIterator[Event]:
-        while True:
-            event = await self._queue.get()
-            if event is None:
-                return
-            yield event
+    busy: bool = False
 
 
 @final
@@ -170,14 +122,16 @@ class RunManager:
         self.tool_timeout = tool_timeout
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nr-llm-run")
         self._lock = threading.Lock()
-        self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        # Without a store, memory is the only record of a discard: a replay is told so.
+        self._discarded: OrderedDict[str, str] = OrderedDict()
 
     def shutdown(self) -> None:
         """Stop taking work; running threads finish on their own."""
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     def _loop(
-        self, provider: Provider, max_rounds: int, privacy: str | None, stream: _Stream
+        self, provider: Provider, max_rounds: int, privacy: str | None, stream: Stream
     ) -> ToolLoop:
         return ToolLoop(
             provider,
@@ -200,7 +154,7 @@ class RunManager:
             "max_rounds": request.max_rounds,
             "resumed": False,
         }
-        stream = _Stream(asyncio.get_running_loop(), level, context)
+        stream = Stream(asyncio.get_running_loop(), level, context)
         try:
             provider = self.providers[request.provider]()
         except Exception as exc:  # a setting that went bad after start-up (checked there)
@@ -217,83 +171,209 @@ class RunManager:
         self._submit(stream, setup, lambda: loop.run(request.prompt, allowed=request.allowed))
         return stream.events()
 
-    def take_waiting(self, run_id: str, digest: object, approved: object) -> _Waiting:
-        """Take a suspended run for resuming, checking the digest and the decision first
-        (a refused request leaves the run waiting).
+    # -- what waits, and deciding it -------------------------------------------------------------
 
-        With a store, the store decides who resumes: a run another process (the CLI, another
-        playground) already resumed is refused with 409, naming who and when; the atomic
-        claim itself is taken by :meth:`ToolLoop.resume` before any tool runs. Blocking
-        (it reads the store): call it from a worker thread."""
+    def approval(self, run_id: str) -> Event:
+        """What is known now of ``run_id`` waiting for approval: with a store, what the store
+        says (its pending calls as stored, why a decision would be refused here, or that it is
+        gone and who ended it), reconciled with the runs this playground holds (one the store
+        says is gone, or waits on another turn, is let go); without a store, this memory.
+        Blocking (it reads the store); raises :class:`AuditStoreError` when the store cannot
+        be read."""
         with self._lock:
-            waiting = self._waiting.get(run_id)
-        if waiting is None:
-            raise self._not_waiting(run_id)
-        if type(digest) is not str or not hmac.compare_digest(
-            digest.encode("utf-8", "replace"), waiting.state.digest.encode("ascii")
-        ):
-            raise ResumeRefused(409, "stale approval: the digest does not match")
+            held = self._held.get(run_id)
+        if self.store is None:
+            if held is None:
+                reason = self._discarded.get(run_id, "this run is not waiting for approval")
+                return gone_view(run_id, reason)
+            return self._memory_view(held)
+        view = store_view(self.store.persister, run_id, None if held is None else held.state)
+        if held is not None:
+            with self._lock:
+                stale = not view["waiting"] or view["digest"] != held.state.digest
+                if held.busy:
+                    view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
+                elif stale and self._held.get(run_id) is held:
+                    del self._held[run_id]
+        return view
+
+    def _memory_view(self, held: _Held) -> Event:
+        problem = _BUSY if held.busy else None
+        return held_view(held.state, held.setup.privacy, decidable=True, problem=problem)
+
+    def _approval_or_none(self, run_id: str) -> Event | None:
         try:
-            decisions_for(waiting.state, approved)  # type: ignore[arg-type]
-        except (ApprovalError, TypeError) as exc:
-            raise ResumeRefused(400, str(exc)[:300]) from None
+            return self.approval(run_id)
+        except AuditStoreError as exc:
+            log_exception(logger, "the audit store could not be read", exc=exc)
+            return None
+
+    def take_waiting(self, run_id: str, digest: object, approved: object) -> _Held:
+        """Take a run this playground paused for a decision, after checking the digest, the
+        decision and what the store says: a refused request (:class:`ResumeRefused`, with the
+        run as the store has it now) leaves the run waiting, and shown.
+
+        The store decides who resumes: the atomic claim itself is taken by
+        :meth:`ToolLoop.resume` before any tool runs. Blocking (it reads the store): call it
+        from a worker thread."""
         with self._lock:
-            if self._waiting.get(run_id) is not waiting:  # another request took it meanwhile
-                raise self._not_waiting(run_id)
-            del self._waiting[run_id]
-        if self.store is not None:
-            store = self.store.persister
-            record = store.get_run(run_id)
-            if record is None or record["status"] != "suspended":
-                raise ResumeRefused(409, str(store.resume_refusal(run_id))[:300])
-        return waiting
+            held = self._held.get(run_id)
+        if held is None:
+            raise self._refused(run_id, None)
+        if type(digest) is not str or not hmac.compare_digest(
+            digest.encode("utf-8", "replace"), held.state.digest.encode("ascii")
+        ):
+            raise self._refused(run_id, "stale approval: the digest does not match", status=409)
+        try:
+            decisions_for(held.state, approved)  # type: ignore[arg-type]
+        except (ApprovalError, TypeError) as exc:
+            raise self._refused(run_id, str(exc)[:300], status=400) from None
+        view = self._approval_or_none(run_id)
+        if view is None:
+            raise ResumeRefused(503, "the audit store could not be read; the run still waits")
+        if not view["waiting"] or not view["decidable"]:
+            raise self._refused(run_id, None, approval=view)
+        with self._lock:
+            if self._held.get(run_id) is not held or held.busy:  # another request took it
+                raise ResumeRefused(409, _BUSY, self._memory_view(held))
+            held.busy = True
+        return held
 
-    def _not_waiting(self, run_id: str) -> ResumeRefused:
-        """404 for a run this playground does not hold; 409 naming who resumed (or
-        discarded) it when the store recorded a claim."""
-        if self.store is not None:
-            refusal = self.store.persister.resume_refusal(run_id)
-            if isinstance(refusal, AlreadyClaimedError):
-                return ResumeRefused(409, str(refusal)[:300])
-        return ResumeRefused(404, "this run is not waiting for approval")
+    def _refused(
+        self,
+        run_id: str,
+        reason: str | None,
+        *,
+        status: int | None = None,
+        approval: Event | None = None,
+    ) -> ResumeRefused:
+        """A refusal carrying the run as the store has it now; ``reason`` ``None``: the
+        store's own (why the run is gone, or why it cannot be decided here). 404 for a run
+        the store (or, without one, this playground) does not know."""
+        view = self._approval_or_none(run_id) if approval is None else approval
+        if view is None:
+            return ResumeRefused(503, "the audit store could not be read; the run still waits")
+        words = reason or (view["problem"] if view["waiting"] else view["reason"]) or _BUSY
+        unknown = not view["waiting"] and view.get("status") is None
+        return ResumeRefused(status or (404 if unknown else 409), words, view)
 
-    def resume(self, waiting: _Waiting, approved: Any) -> AsyncIterator[Event]:
-        """Continue a claimed run with the decision; its events, in order."""
-        setup = waiting.setup
+    def resume(self, held: _Held, approved: Any) -> AsyncIterator[Event]:
+        """Continue a run taken by :meth:`take_waiting` with the decision; its events, in
+        order."""
+        setup = held.setup
         context: Event = {
             "provider": setup.provider_name,
             "privacy": setup.privacy,
             "max_rounds": setup.max_rounds,
             "resumed": True,
         }
-        stream = _Stream(asyncio.get_running_loop(), setup.privacy, context)
+        stream = Stream(asyncio.get_running_loop(), setup.privacy, context)
         loop = self._loop(setup.provider, setup.max_rounds, setup.privacy, stream)
-        context["tools"] = [s.name for s in loop.offer(waiting.state.allowed)]
-        state = waiting.state
+        context["tools"] = [s.name for s in loop.offer(held.state.allowed)]
+        state = held.state
         who = claimant("playground")
         self._submit(
             stream,
             setup,
             lambda: loop.resume(state, approved=approved, digest=state.digest, claimant=who),
+            resuming=held,
         )
         return stream.events()
 
-    def _submit(self, stream: _Stream, setup: _Setup, work: Callable[[], ToolLoopResult]) -> None:
+    def discard(self, run_id: str) -> Event:
+        """End a waiting run through the store's discard (the one ``nr-llm runs discard``
+        takes): settled ``cancelled``, reason ``discarded``, its state wiped; no tool runs.
+        A run already discarded (by anyone) is answered ``discarded: false``, nothing
+        changed; any other run that does not wait raises :class:`ResumeRefused` with the
+        store's words. Blocking: call it from a worker thread."""
+        if self.store is None:
+            return self._discard_in_memory(run_id)
+        try:
+            self.store.persister.discard(run_id, claimant=claimant("playground"))
+        except AlreadyClaimedError as exc:
+            if not exc.discarded:
+                raise self._refused(run_id, refusal_words(exc)) from None
+            self._let_go(run_id)
+            return _discard_answer(run_id, f"{refusal_words(exc)}; nothing changed", done=False)
+        except UnknownRunError:
+            raise ResumeRefused(404, f"no such run {run_id[:80]!r}", None) from None
+        except ApprovalError as exc:
+            raise self._refused(run_id, refusal_words(exc)) from None
+        except AuditStoreError as exc:
+            log_exception(logger, "the audit store refused a discard", exc=exc)
+            raise ResumeRefused(503, f"the audit store refused the discard: {exc}"[:300]) from None
+        # A decision being applied here meanwhile is refused by the store's claim.
+        self._let_go(run_id)
+        return _discard_answer(run_id, f"run {run_id[:80]!r} was discarded", done=True)
+
+    def _discard_in_memory(self, run_id: str) -> Event:
+        with self._lock:
+            held = self._held.get(run_id)
+            if held is None:
+                if run_id in self._discarded:
+                    words = f"{self._discarded[run_id]}; nothing changed"
+                    return _discard_answer(run_id, words, done=False)
+                raise ResumeRefused(404, "this run is not waiting for approval")
+            if held.busy:
+                raise ResumeRefused(409, _BUSY, self._memory_view(held))
+            del self._held[run_id]
+            self._discarded[run_id] = f"run {run_id[:80]!r} was discarded by this playground"
+            while len(self._discarded) > _KEEP_WAITING:
+                self._discarded.popitem(last=False)
+        return _discard_answer(run_id, f"run {run_id[:80]!r} was discarded", done=True)
+
+    def _let_go(self, run_id: str) -> None:
+        with self._lock:
+            self._held.pop(run_id, None)
+
+    def _hold(self, run_id: str, held: _Held) -> None:
+        with self._lock:
+            self._held[run_id] = held
+            self._held.move_to_end(run_id)
+            while len(self._held) > _KEEP_WAITING:  # the oldest stays in the store, discardable
+                self._held.popitem(last=False)
+
+    def _after(self, resuming: _Held | None, *, refused: bool) -> Event:
+        """After a decision ended without a terminal result: the run as the store has it
+        now (it may well still wait: the claim is taken after every check). ``refused``: the
+        loop or the store refused it (before any tool ran); otherwise it raised part-way,
+        and without a store, which would say the run was claimed, it is let go: an approved
+        call that may have run is never offered again."""
+        if resuming is None:
+            return {}
+        run_id = resuming.state.run_id
+        with self._lock:
+            resuming.busy = False
+            if not refused and self.store is None and self._held.get(run_id) is resuming:
+                del self._held[run_id]
+        return {"run_id": run_id, "approval": self._approval_or_none(run_id)}
+
+    def _submit(
+        self,
+        stream: Stream,
+        setup: _Setup,
+        work: Callable[[], ToolLoopResult],
+        *,
+        resuming: _Held | None = None,
+    ) -> None:
         def job() -> None:
             try:
                 result = work()
             except (ApprovalError, AuditStoreError) as exc:  # host-worded: who resumed it …
-                stream.finish({"event": "error", "run_id": None, "reason": str(exc)[:300]})
+                after = self._after(resuming, refused=True)
+                reason = refusal_words(exc)
+                stream.finish({"event": "error", "run_id": None, "reason": reason, **after})
             except BaseException as exc:
                 # Anything at all, SystemExit and KeyboardInterrupt included: this is a worker
                 # thread (no signal reaches it), and a run that ends without a terminal event
                 # leaves its client waiting forever. The reason names the kind of exception in
                 # host words (a builtin or nr-llm type), never a class name some plugin chose.
                 log_exception(logger, "a playground run raised", exc=exc)
+                after = self._after(resuming, refused=False)
                 reason = f"the run failed: {known_type_phrase(type(exc))}"
-                stream.finish({"event": "error", "run_id": None, "reason": reason})
+                stream.finish({"event": "error", "run_id": None, "reason": reason, **after})
             else:
-                stream.finish(self._terminal(result, setup))
+                stream.finish(self._terminal(result, setup, resuming))
 
         self.executor.submit(job)
 
@@ -309,26 +389,23 @@ class RunManager:
         level = approver_level(record["privacy_level"])  # NR_LLM_PRIVACY_LEVEL when stricter
         return level if type(level) is str else None
 
-    def _terminal(self, result: ToolLoopResult, setup: _Setup) -> Event:
+    def _terminal(self, result: ToolLoopResult, setup: _Setup, resuming: _Held | None) -> Event:
         base: Event = {"run_id": result.run_id, "iterations": result.iterations}
         state = result.suspended
         if result.termination_reason is TerminationReason.AWAITING_APPROVAL and state is not None:
-            with self._lock:
-                self._waiting[result.run_id] = _Waiting(setup=setup, state=state)
-                while len(self._waiting) > _KEEP_WAITING:
-                    self._waiting.popitem(last=False)
+            self._hold(result.run_id, _Held(setup=setup, state=state))
             # The approver sees the whole arguments, except for a run recorded at none.
-            view = approver_view(state, self._recorded_level(result.run_id, setup.privacy))
+            view = held_view(
+                state, self._recorded_level(result.run_id, setup.privacy), decidable=True
+            )
             return {
                 "event": "awaiting_approval",
                 **base,
-                "digest": state.digest,
                 "content": result.content,
-                "privacy": view["privacy_level"],
-                "arguments_shown": view["arguments_shown"],
-                "suspended_with": view["provider"],
-                "pending": view["calls"],
+                **{k: view[k] for k in _PAUSE_KEYS},
             }
+        if resuming is not None:
+            self._let_go(result.run_id)
         if result.termination_reason is TerminationReason.FAILED:
             return {"event": "error", **base, "reason": result.error or "the run failed"}
         return {
@@ -339,3 +416,8 @@ class RunManager:
             "truncated": result.truncated,
             "usage": result.usage.to_dict(),
         }
+
+
+def _discard_answer(run_id: str, reason: str, *, done: bool) -> Event:
+    """The answer to a discard: ``discarded`` whether this request ended the run."""
+    return {"run_id": run_id, "discarded": done, "reason": reason[:300]}

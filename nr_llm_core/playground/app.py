@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import MAX_ITERATIONS_CAP
@@ -232,6 +233,11 @@ def create_app(
             return _error(400, f"the provider could not be set up: {type(exc).__name__}")
         return await _respond(request, events)
 
+    def _refusal(exc: ResumeRefused) -> Response:
+        # The run as the store has it now rides with the refusal: a refused decision does not
+        # make the page forget a run that still waits.
+        return _json({"error": exc.reason, "approval": exc.approval}, exc.status)
+
     async def resume_run(request: Request) -> Response:
         try:
             body = await _body(request)
@@ -239,23 +245,46 @@ def create_app(
             return _error(400, str(exc))
         approved = body.get("approved")
         try:
-            # In a thread: with a store, it reads who may have resumed the run meanwhile.
-            waiting = await asyncio.to_thread(
+            # In a thread: it reads what the store says of the run.
+            held = await asyncio.to_thread(
                 manager.take_waiting, request.path_params["run_id"], body.get("digest"), approved
             )
         except ResumeRefused as exc:
-            return _error(exc.status, exc.reason)
-        return await _respond(request, manager.resume(waiting, approved))
+            return _refusal(exc)
+        return await _respond(request, manager.resume(held, approved))
+
+    async def discard_run(request: Request) -> Response:
+        # A JSON body like every POST (a form post from another page cannot send one), though
+        # nothing in it is read: the run is named by the path, and a discard takes no digest,
+        # as `nr-llm runs discard` does not.
+        try:
+            await _body(request)
+        except _BadRequest as exc:
+            return _error(400, str(exc))
+        try:
+            answer = await asyncio.to_thread(manager.discard, request.path_params["run_id"])
+        except ResumeRefused as exc:
+            return _refusal(exc)
+        return _json(answer)
 
     async def list_runs(request: Request) -> Response:
         if store is None:
             return _error(404, "no audit store is configured")
         return _json({"runs": await asyncio.to_thread(store.list_runs)})
 
+    def _detail(store: Store, run_id: str) -> dict[str, Any] | None:
+        detail = store.run(run_id)
+        if detail is not None and detail["run"]["status"] == "suspended":
+            try:
+                detail["approval"] = manager.approval(run_id)
+            except AuditStoreError:
+                detail["approval"] = None
+        return detail
+
     async def run_detail(request: Request) -> Response:
         if store is None:
             return _error(404, "no audit store is configured")
-        detail = await asyncio.to_thread(store.run, request.path_params["run_id"])
+        detail = await asyncio.to_thread(_detail, store, request.path_params["run_id"])
         return _error(404, "no such run") if detail is None else _json(detail)
 
     routes = [
@@ -266,8 +295,11 @@ def create_app(
         Route("/api/tools/{name}/invoke", invoke, methods=["POST"]),
         Route("/api/runs", start_run, methods=["POST"]),
         Route("/api/runs", list_runs, methods=["GET"]),
-        Route("/api/runs/{run_id}", run_detail, methods=["GET"]),
-        Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
+        # ``path``: a run id may hold a "/" (ids are the store's, any text); the suffixed
+        # routes come first and are POSTs, so a GET always reaches the detail.
+        Route("/api/runs/{run_id:path}/resume", resume_run, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/discard", discard_run, methods=["POST"]),
+        Route("/api/runs/{run_id:path}", run_detail, methods=["GET"]),
     ]
     return PlaygroundApp(
         TokenGuard(Starlette(routes=routes), token=token, hosts=allowed_hosts), manager, store

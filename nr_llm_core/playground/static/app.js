@@ -322,24 +322,36 @@
     document.getElementById("run-steps").appendChild(item);
   }
 
-  // The pending calls, each with its complete arguments; at privacy level none (or when the
-  // server says nothing) a note stands in for them and approving needs an explicit tick.
-  function showApproval(event) {
-    const box = clear(document.getElementById("run-approval"));
+  // The pending calls of a waiting run, each with its complete arguments; at privacy level
+  // none (or when the server says nothing) a note stands in for them and approving needs an
+  // explicit tick. `view` is an awaiting_approval event or what the store says of the run
+  // (ADR 0037): `problem` says why it cannot be decided here, `refusal` why the last decision
+  // was refused. `decide` adds Approve and Deny; Discard is always offered.
+  function renderApproval(box, view, { refusal, decide, onDiscarded }) {
+    clear(box);
+    box.dataset.run = view.run_id;
     box.appendChild(el("h3", null, "Waiting for your approval"));
-    box.appendChild(el("p", "muted", "digest ", el("code", "digest", event.digest)));
-    if (event.suspended_with) {
+    if (refusal) box.appendChild(el("p", "banner error refusal", "Refused: " + refusal));
+    if (view.problem) {
+      const problem = el("p", "banner warn problem", view.problem);
+      problem.hidden = view.problem === refusal; // said once, as the refusal
+      box.appendChild(problem);
+    }
+    if (typeof view.digest === "string") {
+      box.appendChild(el("p", "muted", "digest ", el("code", "digest", view.digest)));
+    }
+    if (view.suspended_with) {
       // A decision goes on with the provider that wrote the pending turn (ADR 0033).
       box.appendChild(el("p", "muted suspended-with",
-        "suspended with provider " + providerWords(event.suspended_with)));
+        "suspended with provider " + providerWords(view.suspended_with)));
     }
-    const shown = event.arguments_shown === true;
-    if (!shown) {
+    const shown = view.arguments_shown === true;
+    if (!shown && view.pending.length) {
       box.appendChild(el("p", "banner warn not-shown",
-        "arguments not shown at privacy level " + (event.privacy || "unknown")));
+        "arguments not shown at privacy level " + (view.privacy || "unknown")));
     }
     const list = el("ul", "pending");
-    for (const call of event.pending) {
+    for (const call of view.pending) {
       const item = el("li", "call", el("code", "call-id", call.id), " ",
         el("strong", null, call.name),
         call.needs_approval ? el("span", "chip warn", "needs approval")
@@ -353,30 +365,117 @@
       list.appendChild(item);
     }
     box.appendChild(list);
-    const row = el("div", "row wrap");
+    const row = el("div", "row wrap decide");
+    const decidable = view.decidable !== false;
+    if (!decide && decidable) {
+      box.appendChild(el("p", "muted", "Approve or deny it in the Agent run view, where it paused."));
+    }
     let blind = null;
-    if (!shown) {
+    if (decide && !shown && decidable) {
       blind = el("input");
       blind.type = "checkbox";
       blind.id = "blind";
       row.appendChild(el("label", "inline", blind, " Approve without seeing the arguments"));
     }
-    for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
-      const button = el("button", approved ? "primary" : "danger", label);
-      button.type = "button";
-      button.id = approved ? "approve" : "deny";
-      if (approved && blind) {
-        button.disabled = true;
-        blind.addEventListener("change", () => { button.disabled = !blind.checked; });
+    const buttons = [];
+    if (decide) {
+      for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+        const button = el("button", approved ? "primary" : "danger", label);
+        button.type = "button";
+        button.id = approved ? "approve" : "deny";
+        button.disabled = !decidable || (approved && blind !== null);
+        if (approved && blind) {
+          blind.addEventListener("change", () => { button.disabled = !blind.checked; });
+        }
+        button.addEventListener("click", () => {
+          row.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
+          streamRun("/api/runs/" + encodeURIComponent(view.run_id) + "/resume",
+            { digest: view.digest, approved });
+        });
+        buttons.push(button);
+        row.appendChild(button);
       }
-      button.addEventListener("click", () => {
-        row.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
-        streamRun("/api/runs/" + encodeURIComponent(event.run_id) + "/resume",
-          { digest: event.digest, approved });
-      });
-      row.appendChild(button);
     }
+    const discard = el("button", "danger discard", "Discard run");
+    discard.type = "button";
+    discard.title = "End the run: its pending calls never run and its saved state is wiped";
+    row.appendChild(discard);
     box.appendChild(row);
+    // A second, explicit step: a discard cannot be undone.
+    const confirm = el("div", "banner warn confirm-discard");
+    confirm.hidden = true;
+    confirm.appendChild(el("p", null, "Discard run " + view.run_id +
+      "? Its pending calls never run, and its saved state is wiped. This cannot be undone."));
+    const yes = el("button", "danger discard-confirm", "Yes, discard it");
+    const no = el("button", "discard-cancel", "Keep it waiting");
+    yes.type = "button";
+    no.type = "button";
+    confirm.appendChild(el("div", "row", yes, no));
+    box.appendChild(confirm);
+    discard.addEventListener("click", () => {
+      confirm.hidden = false;
+      discard.disabled = true;
+    });
+    no.addEventListener("click", () => {
+      confirm.hidden = true;
+      discard.disabled = false;
+    });
+    yes.addEventListener("click", async () => {
+      box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
+      let response;
+      try {
+        response = await request("/api/runs/" + encodeURIComponent(view.run_id) + "/discard", {});
+      } catch (error) {
+        // Not sent, or no answer: the run may still wait; shown again as it was.
+        renderApproval(box, view, { refusal: "the request failed: " + error.message, decide,
+          onDiscarded });
+        return;
+      }
+      const data = await response.json().catch(() => ({}));
+      if (response.ok) {
+        showGone(box, data.reason, data.discarded ? "discarded" : "gone");
+        if (onDiscarded) onDiscarded(data);
+        return;
+      }
+      showRefusal(box, data, response.status, { decide, onDiscarded });
+    });
+    return buttons;
+  }
+
+  // A run that no longer waits, and why (who discarded or resumed it), as text.
+  function showGone(box, reason, kind) {
+    clear(box);
+    box.dataset.state = kind;
+    box.appendChild(el("p", "banner warn gone", kind === "discarded"
+      ? "Discarded: " + reason + ". Its saved state is wiped; no pending call ran."
+      : "This run no longer waits: " + reason));
+  }
+
+  // A refused decision or discard: the run as the store has it now, never forgotten.
+  function showRefusal(box, data, status, options) {
+    const reason = data.error || "HTTP " + status;
+    const view = data.approval;
+    if (view && view.waiting === true) {
+      renderApproval(box, view, { ...options, refusal: reason });
+    } else if (view && view.waiting === false) {
+      showGone(box, reason, "gone");
+    } else {
+      clear(box).appendChild(el("p", "banner error refusal", "Refused: " + reason));
+    }
+  }
+
+  function agentApproval() {
+    return document.getElementById("run-approval");
+  }
+
+  function onDiscardedHere(data) {
+    setStatus(data.discarded ? "discarded" : "gone", data.discarded
+      ? "Discarded: run " + data.run_id + " ended without running its pending calls."
+      : "Nothing changed: " + data.reason);
+  }
+
+  function showApproval(event) {
+    renderApproval(agentApproval(), event, { decide: true, onDiscarded: onDiscardedHere });
   }
 
   function onRunEvent(event) {
@@ -397,7 +496,13 @@
           el("div", "answer", el("h3", null, "Answer"), el("pre", "text", event.content)));
         break;
       case "error":
-        setStatus("error", "Failed: " + event.reason);
+        setStatus("error", (event.approval === undefined ? "Failed: " : "Refused: ") +
+          event.reason);
+        if (event.approval !== undefined) {
+          // A decision that was refused: the run as the store has it now.
+          showRefusal(agentApproval(), { error: event.reason, approval: event.approval }, 0,
+            { decide: true, onDiscarded: onDiscardedHere });
+        }
         break;
       case "awaiting_approval":
         setStatus("awaiting", "Paused: run " + event.run_id + " waits for approval.");
@@ -417,6 +522,10 @@
       if (!response.ok) {
         const data = await response.json().catch(() => ({}));
         setStatus("error", "Refused: " + (data.error || "HTTP " + response.status));
+        if (data.approval !== undefined) {
+          showRefusal(agentApproval(), data, response.status,
+            { decide: true, onDiscarded: onDiscardedHere });
+        }
         return;
       }
       await readEvents(response, onRunEvent);
@@ -444,12 +553,14 @@
 
   // -- runs ------------------------------------------------------------------------------------
 
-  async function showRun(runId) {
+  // note: a banner under the title (what the last action on the run did).
+  async function showRun(runId, note) {
     const box = clear(document.getElementById("run-detail"));
     box.hidden = false;
     try {
       const detail = await getJSON("/api/runs/" + encodeURIComponent(runId));
       box.appendChild(el("h2", null, "Run " + runId));
+      if (note) box.appendChild(el("p", "banner warn gone", note));
       const meta = detail.run.meta || {};
       const failed = detail.run.status === "failed";
       box.appendChild(el("p", failed ? "banner error run-summary" : "muted run-summary",
@@ -477,6 +588,19 @@
         list.appendChild(item);
       }
       box.appendChild(list);
+      if (detail.approval) {
+        // A run waiting in the store, whoever paused it: its calls, and Discard.
+        const waiting = el("div", "run-waiting");
+        box.insertBefore(waiting, list);
+        if (detail.approval.waiting) {
+          renderApproval(waiting, detail.approval, { decide: false, onDiscarded: (data) => {
+            loadRuns();
+            showRun(runId, (data.discarded ? "Discarded: " : "Nothing changed: ") + data.reason);
+          } });
+        } else {
+          showGone(waiting, detail.approval.reason, "gone");
+        }
+      }
     } catch (error) {
       box.appendChild(el("p", "banner error", error.message));
     }
