@@ -237,6 +237,13 @@ class ToolLoop:
                 raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
         if digest is not None and digest != state.digest:
+            if digest and state.digest.startswith(digest):
+                # A prefix binds the decision to less than the turn shown: never accepted.
+                raise ApprovalError(
+                    f"the digest {digest[:80]!r} is cut short: give the whole digest the "
+                    f"pending calls show ({len(state.digest)} characters); nothing ran and the "
+                    "run still waits"
+                )
             raise ApprovalError("stale approval: the digest does not match the pending turn")
         decisions = decisions_for(state, approved)
         check_same_provider(state.provider, self.provider, allow_change=allow_provider_change)

@@ -188,9 +188,10 @@ def render_table(
 
 class status:  # used as a statement: `with status("Preparing …"):`
     """Show ``message`` with a spinner on a terminal while the block runs, then how it ended:
-    ``done``, ``failed`` when the block raised, ``interrupted`` on Ctrl-C or a stop signal,
-    or the word the block gave :meth:`end` (a run that failed without raising says so:
-    ``with status("Running") as progress: …; progress.end("failed")``).
+    ``done``, ``failed`` when the block raised, ``refused`` when it raised one of
+    ``refusals`` (a decision the loop refused before anything ran), ``interrupted`` on Ctrl-C
+    or a stop signal, or the word the block gave :meth:`end` (a run that failed without
+    raising says so: ``with status("Running") as progress: …; progress.end("failed")``).
 
     On anything but a terminal (a pipe, CI) it prints the message once and ``done`` after, so
     logs stay readable. A log record written during the block (a provider's retry warning)
@@ -204,8 +205,9 @@ class status:  # used as a statement: `with status("Preparing …"):`
     #: between the wipe and the handler's write.
     _QUIET = 0.25
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, refusals: tuple[type[BaseException], ...] = ()) -> None:
         self.message = message
+        self.refusals = refusals
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._tty = sys.stderr.isatty()
@@ -282,6 +284,8 @@ class status:  # used as a statement: `with status("Preparing …"):`
             word = self._word
         elif isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
             word = "interrupted"
+        elif isinstance(kind, type) and issubclass(kind, self.refusals):
+            word = "refused"
         else:
             word = "failed"
         whole = self._tty or self._broken

@@ -319,7 +319,9 @@ def _decide(
         host = stack.enter_context(open_host(config))
         loop = ToolLoop(provider, host, persister=store)
         try:
-            with status("Resuming the run") as progress:
+            # The loop refuses a decision (ApprovalError) before it claims the run or runs
+            # anything: "failed" would say otherwise.
+            with status("Resuming the run", refusals=(ApprovalError,)) as progress:
                 result = loop.resume(
                     run_id,
                     approved=approve,

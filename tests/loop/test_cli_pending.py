@@ -174,6 +174,28 @@ def test_a_stricter_level_of_the_command_is_named_as_the_commands(
     assert product_name(shop) == "Mechanical keyboard"
 
 
+def test_a_cut_digest_is_refused_as_cut_and_the_progress_says_refused(
+    shop: Path, script: Path, audit: Path
+) -> None:
+    """The digest given short (as docs show it abbreviated): the refusal says to give it
+    whole and that the run still waits, not that the turn changed; the progress line says
+    `refused`, not `failed` (nothing ran); the run still waits."""
+    run_id, digest, _ = suspend(script)
+    out = CliRunner().invoke(
+        main, ["runs", "approve", run_id, "--digest", digest[:8], "--script", str(script)]
+    )
+    assert out.exit_code == 1
+    assert "Resuming the run … refused" in out.stderr
+    assert "failed" not in out.stderr
+    assert (
+        f"the digest {digest[:8]!r} is cut short: give the whole digest the pending calls "
+        f"show ({len(digest)} characters); nothing ran and the run still waits"
+    ) in " ".join(out.stderr.split())
+    assert product_name(shop) == "Mechanical keyboard"
+    with AgentRunPersister(audit) as store:
+        assert store.load_suspended(run_id) is not None
+
+
 def test_deny_shows_the_calls_then_refuses_them(shop: Path, script: Path, audit: Path) -> None:
     run_id, digest, _ = suspend(script)
     code, out = cli("runs", "deny", run_id, "--digest", digest, "--script", str(script))
