@@ -22,9 +22,10 @@ not JSON (JSON text is read as JSON first: ADR 0035):
   comes first.
 
 Linear: each part is one regex search (a possessive run of backslash pairs after a negative
-lookbehind, as :mod:`nr_llm_core._json_members` finds a closing quote), the caller goes on
-after the value, and a search that finds no closing quote on its line is remembered, so the
-rest of that line is never searched for that quote again.
+lookbehind, as :mod:`nr_llm_core._json_members` finds a closing quote), and the caller goes on
+after the value. A search that finds no closing quote goes to the end of its line, past where
+the value ends; it is never repeated over that line: an opening quote is never escaped, so
+another value opening with that quote there would have closed the first.
 """
 
 from __future__ import annotations
@@ -56,17 +57,12 @@ _ENDS_A_STRING: Final = re.compile(r'[,:\]})\s]|\\++[nrt"]|\Z')
 
 
 class QuoteReader:
-    """Reads quoted values in one text, remembering where a closing quote was looked for in
-    vain (module docstring). One reader per text; ask it in increasing positions."""
+    """Reads the quoted values of one text (module docstring)."""
 
-    __slots__ = ("_unclosed", "text")
+    __slots__ = ("text",)
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # Per closing-quote regex: (searched from, line end, its last character) of a search
-        # that found no closing quote: none is in that range, so a later search inside it
-        # ends at once.
-        self._unclosed: dict[re.Pattern[str], tuple[int, int, str]] = {}
 
     def value_end(self, start: int) -> tuple[int, bool]:
         """Where the value whose opening quote is at ``start`` ends (the index after it), and
@@ -78,17 +74,10 @@ class QuoteReader:
     def _closing(self, regex: re.Pattern[str], pos: int) -> tuple[int, str]:
         """The closing quote or line end ``regex`` finds from ``pos``: where it ends and its
         last character ("" at the end of the text)."""
-        known = self._unclosed.get(regex)
-        if known is not None and known[0] <= pos < known[1]:
-            return known[1], known[2]
         m = self.regex_search(regex, pos)
         if m is None:
-            self._unclosed[regex] = (pos, len(self.text), "")
             return len(self.text), ""
-        found = m.group()[-1]
-        if found not in "\"'":
-            self._unclosed[regex] = (pos, m.end(), found)
-        return m.end(), found
+        return m.end(), m.group()[-1]
 
     def regex_search(self, regex: re.Pattern[str], pos: int) -> re.Match[str] | None:
         """``regex.search(text, pos)``: every search goes through here (the tests count it)."""
