@@ -24,12 +24,14 @@ __all__ = [
     "card",
     "cookie",
     "credential",
+    "flag_password",
     "is_card_number",
     "keep_prefix",
     "key_blocks",
     "luhn_valid",
     "mask",
     "member_is_secret",
+    "quoted_credential",
     "url_credentials",
 ]
 
@@ -209,9 +211,8 @@ def credential(m: re.Match[str]) -> str:
     # Unquoted, or the first word of a longer quoted phrase ("at least %d"): a word, a
     # reference or a small number is text; a literal closed right after the value is a value.
     # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
-    quote = m.group("quote")
-    quoted = quote in ('"', "'") and m.string.startswith(quote, m.end())
-    quoted = quoted or (quote is None and _literal_assignment(m))
+    # (A value that starts with a quote is judged whole by quoted_credential.)
+    quoted = m.group("quote") is None and _literal_assignment(m)
     if not quoted and len(m.group("before")) > _ALIGNED:
         return m.group()  # an aligned table or grammar ("token          = 1*tchar")
     if m.group("name").lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN:
@@ -227,6 +228,31 @@ def credential(m: re.Match[str]) -> str:
         run = len(value) - len(value.rstrip("\\"))
         masked += value[len(value) - run :]
     return masked
+
+
+def quoted_credential(m: re.Match[str], value: str) -> bool:
+    """Whether ``value``, the whole of a quoted value after a credential name (read to its
+    real end: ADR 0040), is a secret: a literal, masked unless it is empty or one character,
+    has no letter or digit, starts as a template, tag or list does (``(``, ``[``, ``{``,
+    ``!``), is a placeholder, path, literal word or mask, or is a signature shorter than a MAC.
+    """
+    core = value.strip().replace("\\/", "/")
+    if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":
+        return False
+    if _is_placeholder(core):
+        return False
+    name = m.groupdict().get("name") or ""
+    return not (name.lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN)
+
+
+# A port mapping or a port (docker's -p"8080:80", ssh's -p'22'): never a password.
+_PORTS: Final = re.compile(r"[0-9]{1,5}|(?:[0-9.]{1,39}:){1,2}[0-9]{1,5}(?:/(?:tcp|udp))?")
+
+
+def flag_password(m: re.Match[str], value: str) -> bool:
+    """Whether ``value``, quoted right after ``-p`` (MySQL's and MariaDB's ``-p'secret'``), is
+    a password: as :func:`quoted_credential` judges one, and not a port or port mapping."""
+    return quoted_credential(m, value) and _PORTS.fullmatch(value.strip()) is None
 
 
 # A value that is one mask and nothing else.
@@ -352,22 +378,46 @@ _KEY_END: Final = re.compile(
 )
 
 
+# Where a block written on one line (its line breaks escaped, as in a JSON string or a Python
+# repr) may end inside a string: the first quote after BEGIN that ends a string (one before
+# , : ] } or ) or at the end of the text; a comment line's quotes are none), or a line break
+# (then the block is not written on one line).
+_STRING_END_OR_LINE_BREAK: Final = re.compile(r"[\"'](?=[ \t]*+(?:[,:\]})]|\Z))|[\r\n]")
+
+
 def key_blocks(text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds a private-key block (PEM, PGP, SSH2, PuTTY): ``(start, end)`` each.
 
-    A block runs from its BEGIN line through its END line; a block with no END (cut, or pasted
-    in part) runs to the end of the string: half a key is still a key, and a blank line does
-    not end one (PGP armour and legacy encrypted PEM have a blank line inside).
+    A block runs from its BEGIN line through its END line. A block with no END (cut, or pasted
+    in part) runs to the end of the string it is in: when it is written on one line up to a
+    quote that ends a string (its line breaks escaped, as in a JSON string at any depth or a
+    Python repr), up to that quote and the backslashes that escape it (ADR 0040); otherwise to
+    the end of the text: half a key is still a key, and a blank line does not end one (PGP
+    armour and legacy encrypted PEM have a blank line inside).
     """
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text:
         return []
     found: list[tuple[int, int]] = []
     pos = 0
+    stop: re.Match[str] | None = None  # the first quote or line break after the last BEGIN
     while (begin := KEY_BEGIN.search(text, pos)) is not None:
-        end = _KEY_END.search(text, begin.end())
-        if end is None:
+        if stop is None or stop.start() < begin.end():
+            # Searched again only when the last one lies behind this block: blocks come in
+            # order, so each character is searched once.
+            stop = _STRING_END_OR_LINE_BREAK.search(text, begin.end())
+        limit = len(text)
+        if stop is not None and stop.group() in "\"'":
+            limit = stop.start()
+        end = _KEY_END.search(text, begin.end(), limit)
+        if end is not None:
+            found.append((begin.start(), end.end()))
+            pos = end.end()
+            continue
+        if limit == len(text):
             found.append((begin.start(), len(text)))
             break
-        found.append((begin.start(), end.end()))
-        pos = end.end()
+        while limit > begin.end() and text[limit - 1] == "\\":
+            limit -= 1  # the backslashes that escape the string's closing quote stay
+        found.append((begin.start(), limit))
+        pos = limit + 1
     return found

@@ -30,8 +30,11 @@ Properties the tests pin:
   of a member under a credential name, and every string and number in an array or object
   under one, is masked whole, quotes and escapes and all, and the text stays the same JSON at
   every depth; a number the catalogue would mask in place is masked as a JSON string
-  (:mod:`nr_llm_core._json_members`, ADR 0035). Elsewhere a quote, escaped or not, ends a
-  value.
+  (:mod:`nr_llm_core._json_members`, ADR 0035).
+- **Quoted values**: elsewhere, a value after a credential name that starts with a quote is
+  read to its real end as YAML, the shell, ``.env`` files and Python write it (escapes, YAML's
+  doubled quote, parts side by side), never past its line, and masked whole
+  (:mod:`nr_llm_core._quoted_values`, ADR 0040). An unquoted value ends at a quote.
 """
 
 from __future__ import annotations

@@ -42,7 +42,14 @@ STDLIB_MODULES: Final = (
 )  # fmt: skip
 # The catalogue's own files: their examples are secrets on purpose.
 CATALOGUE_FILES: Final = frozenset(
-    {"redaction.py", "secret_shapes.py", "_secret_checks.py", "_json_members.py"}
+    {
+        "redaction.py",
+        "secret_shapes.py",
+        "_token_shapes.py",
+        "_named_value_shapes.py",
+        "_secret_checks.py",
+        "_json_members.py",
+    }
 )
 _KINDS: Final = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
