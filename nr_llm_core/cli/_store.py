@@ -95,5 +95,15 @@ def open_persister(
 def no_database(db: Target, config: Config | None = None) -> None:
     """Say that there is no store at ``db`` (shown masked; ``config`` as for
     :func:`store_target`)."""
-    shown = masked(store_target(db, config))
-    click.echo(f"No audit database at {visible(shown, keep_newlines=False)}.")
+    target = store_target(db, config)
+    if store_kind(target) == "sqlite":
+        # The whole path: a relative one does not say which directory was looked in.
+        whole = sqlite_path(target).absolute()
+        default = " (the default, relative to this directory)"
+        shown = str(whole) + (default if target == str(default_db_path()) else "")
+    else:
+        shown = masked(target)
+    click.echo(
+        f"No audit database at {visible(shown, keep_newlines=False)}: name the store with "
+        "--db PATH|URL, NR_LLM_DB, or [store] db in the configuration file."
+    )

@@ -70,7 +70,13 @@ def runs() -> None:
 
 @runs.command("list")
 @db_option
-@click.option("--limit", default=20, show_default=True, help="How many runs, newest first.")
+@click.option(
+    "--limit",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many runs, newest first.",
+)
 @config_option
 def list_runs(db: str | None, limit: int, config_path: Path | None) -> None:
     """The most recent runs."""
