@@ -38,7 +38,7 @@ from nr_llm_core.failures import (
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.host import ToolHost
 from nr_llm_core.messages import ChatMessage, ToolCall
-from nr_llm_core.offers import offered_specs
+from nr_llm_core.offers import offer_decisions, offered_specs
 from nr_llm_core.privacy import PrivacyLevel, kept_model_name, resolve_privacy_level
 from nr_llm_core.provider_record import check_same_provider, provider_change, provider_record
 from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage, zone_of
@@ -269,16 +269,27 @@ class ToolLoop:
         does not offer (not loaded, disabled, not allowed, or withheld from its provider's
         zone): the approval would run nothing. Raised before the run is claimed, so it still
         waits for a resumer that offers the tool, or for a denial."""
-        offered = frozenset(s.name for s in self.offer(state.allowed))
-        missing = sorted({c.name for c in state.pending if decisions.get(c.id) is True} - offered)
+        decided = {d.name: d for d in offer_decisions(self.host, self.provider, state.allowed)}
+        approved = {c.name for c in state.pending if decisions.get(c.id) is True}
+        missing = sorted(n for n in approved if not (n in decided and decided[n].offered))
         if missing:
             # The names were offered when the run was suspended (only such calls need
-            # approval): host names, shown through the CLI's escaping all the same.
-            names = ", ".join(f'"{name[:80]}"' for name in missing[:5])
+            # approval): host names, shown through the CLI's escaping all the same. Each
+            # with why it is not offered here and the fix, as `nr-llm run` says it.
+            whys = []
+            for name in missing[:5]:
+                why = decided.get(name)
+                said = (
+                    "no tool of this name is loaded"
+                    if why is None
+                    else f"{why.reason} (fix: {why.fix})"
+                    if why.fix
+                    else why.reason
+                )
+                whys.append(f'"{name[:80]}" is not offered here: {said}')
             raise ApprovalError(
-                f"an approved call's tool {names} is not offered here (not installed, not "
-                "enabled, or withheld from this provider); nothing ran and the run still waits: "
-                "resume it where the tool is offered, or deny"
+                f"an approved call's tool {'; '.join(whys)}; nothing ran and the run still "
+                "waits: resume it where the tool is offered, or deny"
             )
 
     def _resumed(

@@ -89,8 +89,12 @@ def test_approving_where_the_tool_is_not_enabled_runs_nothing_and_the_run_still_
     approve = ["runs", "approve", run_id, "--digest", digest, "--script", str(script)]
     out = runner.invoke(main, approve)
     assert out.exit_code == 1, out.output
-    assert 'tool "update_record" is not offered here' in out.output
-    assert "still waits" in out.output
+    said = " ".join(out.output.split())
+    assert (
+        'an approved call\'s tool "update_record" is not offered here: it is switched off by '
+        'default (fix: enable it: enable = ["update_record"] under [tools] in the config file, '
+        "or NR_LLM_ENABLE_TOOLS=update_record); nothing ran and the run still waits"
+    ) in said
     assert product_name(shop) == "Mechanical keyboard"
     shown = runner.invoke(main, ["runs", "show", run_id])
     assert "awaiting_approval" in shown.output or "suspended" in shown.output, shown.output

@@ -75,7 +75,9 @@ def test_runs_approve_on_an_external_provider_sends_no_secret_adjacent_output(
         # nothing, so it is refused and the run still waits (ADR 0029); denied, it goes on.
         refused = nr_llm("runs", "approve", run_id, *decide, env=env)
         assert refused.returncode == 1, refused.stderr
-        assert 'tool "update_record" is not offered here' in refused.stderr
+        said = " ".join(refused.stderr.split())
+        assert 'tool "update_record" is not offered here: its data class is internal' in said
+        assert "trust zone local or private-hosted: --trust-zone on the command line" in said
         assert server.requests == []
         approved = nr_llm("runs", "deny", run_id, *decide, env=env)
     assert approved.returncode == 0, approved.stderr
