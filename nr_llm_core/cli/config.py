@@ -91,7 +91,29 @@ def show(
         if value is None:  # the value a command uses all the same
             shown = _implied(key.dotted, settings) or shown
         rows.append([key.dotted, shown, sources])
+    rows.append(_privacy_row())
     click.echo(render_table(["SETTING", "VALUE", "SOURCE"], rows, max_width=1000))
+
+
+def _privacy_row() -> list[str]:
+    # The level runs are recorded at: only the environment sets it for every command (set,
+    # it also caps a command's --privacy); the file has no key for it.
+    import os
+
+    from nr_llm_core.privacy import PRIVACY_ENV_VAR, PrivacyLevel
+
+    named = os.environ.get(PRIVACY_ENV_VAR, "")
+    if not named.strip():
+        return ["privacy.level", PrivacyLevel.METADATA.value, "default"]
+    try:
+        return [
+            "privacy.level",
+            PrivacyLevel(named.strip().lower()).value,
+            f"env {PRIVACY_ENV_VAR}",
+        ]
+    except ValueError:  # a typo never widens: metadata, as every command reads it
+        shown = f"metadata ({PRIVACY_ENV_VAR} is not a level)"
+        return ["privacy.level", shown, "default"]
 
 
 @config.command("path")

@@ -247,6 +247,31 @@ def test_config_show_names_the_value_a_default_stands_for(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (None, ["metadata", "default"]),
+        ("none", ["none", "env", "NR_LLM_PRIVACY_LEVEL"]),
+        ("Full ", ["full", "env", "NR_LLM_PRIVACY_LEVEL"]),
+        ("fulll", ["metadata", "(NR_LLM_PRIVACY_LEVEL", "is", "not", "a", "level)", "default"]),
+    ],
+)
+def test_config_show_names_the_privacy_level_and_its_source(
+    monkeypatch: pytest.MonkeyPatch, env: str | None, expected: list[str]
+) -> None:
+    """The most important audit setting was in no row: the level runs are recorded at (only
+    NR_LLM_PRIVACY_LEVEL sets it for every command; set, it also caps --privacy). A value
+    that is no level means metadata, and the row says so."""
+    if env is None:
+        monkeypatch.delenv("NR_LLM_PRIVACY_LEVEL", raising=False)
+    else:
+        monkeypatch.setenv("NR_LLM_PRIVACY_LEVEL", env)
+    out = CliRunner().invoke(main, ["config", "show"])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line for line in out.output.splitlines()[3:]}
+    assert rows["privacy.level"].split()[1:] == expected
+
+
+@pytest.mark.parametrize(
     "command",
     [
         ["run", "hi"],
