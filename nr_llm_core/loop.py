@@ -55,6 +55,7 @@ from nr_llm_core.trace import RunStep, RunTrace, StepListener, ToolInvocation
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
     "MAX_ITERATIONS_CAP",
+    "UNANSWERED_NOTE",
     "RunRecorder",
     "TerminationReason",
     "ToolLoop",
@@ -64,6 +65,9 @@ __all__ = [
 logger = logging.getLogger("nr_llm.loop")
 
 DEFAULT_MAX_ITERATIONS: Final = 5
+#: The note on a model turn whose tool calls were not answered because no tool was offered
+#: (the run then ends ``completed`` with that turn's text, maybe none).
+UNANSWERED_NOTE: Final = "tool calls not answered: no tools were offered"
 #: Any requested ``max_iterations`` is clamped to this.
 MAX_ITERATIONS_CAP: Final = 20
 _MAX_REASON_CHARS: Final = 300
@@ -400,7 +404,7 @@ class ToolLoop:
         if completion.dropped_tool_calls:
             notes.append(f"dropped {completion.dropped_tool_calls} tool call(s) without a name")
         if completion.tool_calls and not tools:
-            notes.append("tool calls not answered: no tools were offered")
+            notes.append(UNANSWERED_NOTE)
         run.trace.record(
             RunStep.llm(
                 round=round_no,

@@ -7,7 +7,7 @@ import click
 from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._pending import render_pending
 from nr_llm_core.encoding import encode_json_str
-from nr_llm_core.loop import TerminationReason, ToolLoopResult
+from nr_llm_core.loop import UNANSWERED_NOTE, TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
 
 __all__ = ["outcome", "report"]
@@ -30,7 +30,11 @@ def _step_line(step: RunStep) -> str | None:
             if calls
             else "answers"
         )
-        return f"  {step.round:>2} model  {what}"
+        line = f"  {step.round:>2} model  {what}"
+        if calls and UNANSWERED_NOTE in (d.get("notes") or ()):
+            # The run ends "completed" with no answer: say why, under the calls.
+            line += "\n        (not answered: this run offered no tools, so nothing ran)"
+        return line
     if step.kind is StepKind.TOOL:
         mark = " (error)" if d.get("tool_is_error") else ""
         name = visible(str(d.get("tool_name")))

@@ -248,3 +248,22 @@ def test_a_misspelt_tools_name_stops_before_any_request(tmp_path: Path) -> None:
     if db.exists():
         with AgentRunPersister(db) as store:
             assert store.list_runs() == []
+
+
+@pytest.mark.usefixtures("newcomer_tools")
+def test_tool_calls_nobody_answered_are_said_in_the_trace(tmp_path: Path) -> None:
+    """The model asks for a tool this run does not offer (here: none is offered): the run ends
+    `completed` with no answer, and the trace says that the calls went unanswered rather than
+    leaving a blank answer after `asks for`."""
+    from ..loop.test_openai_wire import tool_call_reply
+
+    with WireServer([tool_call_reply(("c1", "payroll", "{}"))]) as server:
+        out = CliRunner().invoke(
+            main,
+            ["run", "Pay?", "--provider", "openai", "--base-url", f"{server.url}/v1"],
+            env={"OPENAI_API_KEY": "sk-newcomer", "NR_LLM_PLUGINS": "payroll"},
+        )
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    asked = next(i for i, line in enumerate(lines) if "model  asks for payroll" in line)
+    assert lines[asked + 1] == ("        (not answered: this run offered no tools, so nothing ran)")
