@@ -324,16 +324,20 @@ def discard(conn: Connection, run_id: str, who: str) -> None:
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
 
 
-def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) -> bool:
+def withdraw_approval(
+    conn: Connection, run_id: str, worker: str | None = None, attempt: int | None = None
+) -> bool:
     """Undo an approval for the workers before any approved call ran (ADR 0036): the run
     waits again on its state (the decisions dropped, the claim cleared). Only while the run
-    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker``,
-    ``running`` in that worker's hands with decisions nobody has begun (it cannot run them);
-    ``False`` when it is no longer so."""
+    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker`` and
+    ``attempt``, ``running`` in that worker's take number ``attempt`` (its latest take: two
+    jobs of one worker process share its name) with decisions nobody has begun (it cannot
+    run them); ``False`` when it is no longer so."""
     if not encodable(run_id):
         return False
     row = conn.execute(
         sa.select(
+            runs.c.attempts,
             runs.c.taken_by,
             runs.c.status,
             states.c.state,
@@ -346,14 +350,16 @@ def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) 
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[3] is None or row[6] is not None:
+    if row is None or row[4] is None or row[7] is not None:
         return False
-    taken_by, status = row[0], row[1]
+    attempts, taken_by, status = row[0], row[1], row[2]
     if worker is None and status != RunStatus.QUEUED:
         return False
-    if worker is not None and (status != RunStatus.RUNNING or taken_by != claimant_text(worker)):
+    if worker is not None and (
+        status != RunStatus.RUNNING or attempts != attempt or taken_by != claimant_text(worker)
+    ):
         return False
-    found = _checked(run_id, row[2], row[3], row[4], row[5])
+    found = _checked(run_id, row[3], row[4], row[5], row[6])
     put_state(conn, run_id, found.state)
     conn.execute(
         sa.update(runs)

@@ -262,7 +262,7 @@ class RunExecutor:
                 except _TakenAway:
                     return "skipped"
                 except ApprovalError as exc:
-                    if persister.claimed or not self._give_back(taken.run_id, exc):
+                    if persister.claimed or not self._give_back(taken, exc):
                         raise
                     return "awaiting_approval"
         finally:
@@ -286,12 +286,14 @@ class RunExecutor:
         )
         return "given_back"
 
-    def _give_back(self, run_id: str, refused: ApprovalError) -> bool:
+    def _give_back(self, taken: Taken, refused: ApprovalError) -> bool:
         """A resume this worker refused before any approved call ran (an approved call's
         tool is not offered here, ADR 0029): the approval is given back and the run waits
         again on its state, for an approval where the tool is offered (ADR 0036). Whether it
-        was (not when the run was taken away meanwhile)."""
-        if not self.store.withdraw_approval(run_id, worker=self.name):
+        was (not when the run was taken away meanwhile: only this take, while it is still
+        the run's latest, may give it back)."""
+        run_id = taken.run_id
+        if not self.store.withdraw_approval(run_id, worker=self.name, attempt=taken.attempt):
             return False
         # The refusal is host words (host tool names); the operator reads it here.
         logger.warning(

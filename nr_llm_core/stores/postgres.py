@@ -539,13 +539,20 @@ class PostgresStore(StoreBase):
                 )
             )
 
-    def withdraw_approval(self, run_id: str, *, worker: str | None = None) -> bool:
+    def withdraw_approval(
+        self, run_id: str, *, worker: str | None = None, attempt: int | None = None
+    ) -> bool:
         """Undo :meth:`approve_queued` before any approved call ran: the run waits again on
         its state, unclaimed, the decisions dropped. Without ``worker``, when no worker can
-        be told of it (the queue refused the job); with it, when that worker, which took the
-        run, cannot run an approved call. ``False`` when the run is no longer so (ADR 0036)."""
+        be told of it (the queue refused the job); with ``worker`` and ``attempt`` (its take's
+        number, :attr:`Taken.attempt <nr_llm_core.stores._pg_states.Taken.attempt>`), when
+        that take, still the run's latest, cannot run an approved call. ``False`` when the
+        run is no longer so (ADR 0036, ADR 0039). ``TypeError`` for one without the other."""
+        if (worker is None) != (attempt is None):
+            # A name alone cannot tell two takes of one worker process apart.
+            raise TypeError("a worker's withdrawal names its take: worker= and attempt=")
         with self._write() as conn:
-            return _st.withdraw_approval(conn, run_id, worker)
+            return _st.withdraw_approval(conn, run_id, worker, attempt)
 
     def give_back(self, run_id: str) -> bool:
         """Hand a run this worker cannot take (its state fails this worker's checks: another

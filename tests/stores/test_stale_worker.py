@@ -10,6 +10,8 @@ of them only: the worker that holds the run now, and only if nobody began the ca
 
 from __future__ import annotations
 
+import pytest
+
 from nr_llm_core.stores import open_store
 
 from ..store._support import suspend_append_run
@@ -47,3 +49,42 @@ def test_a_stale_take_is_refused_even_before_its_successor_begins(pg_store_url: 
         assert store.mark_applying(run_id, worker="same", attempt=second.attempt)  # type: ignore[attr-defined]
         # Once begun, nobody begins again, not even the same take.
         assert not store.mark_applying(run_id, worker="same", attempt=second.attempt)  # type: ignore[attr-defined]
+
+
+def test_a_stale_take_cannot_withdraw_the_approval_its_successor_holds(
+    pg_store_url: str,
+) -> None:
+    """Two takes by workers of one name (two jobs of one worker process): the first, which
+    the queue gave up on, cannot run an approved call and gives the approval back. Only the
+    latest take may do that: the withdrawal named the worker only, so the stale take undid
+    the approval while its successor held the run (the run waiting again, its decision gone,
+    under a worker that is running it). The successor's own withdrawal still works."""
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        first = store.take(run_id, worker="same", zone="local")  # type: ignore[attr-defined]
+        second = store.take(run_id, worker="same", zone="local")  # type: ignore[attr-defined]
+        assert first is not None and second is not None
+        assert not store.withdraw_approval(run_id, worker="same", attempt=first.attempt)  # type: ignore[attr-defined]
+        record = store.get_run(run_id)
+        assert record is not None and record["status"] == "running"
+        assert store.withdraw_approval(run_id, worker="same", attempt=second.attempt)  # type: ignore[attr-defined]
+        record = store.get_run(run_id)
+        assert record is not None
+        assert (record["status"], record["termination_reason"]) == (
+            "suspended",
+            "approval_given_back",
+        )
+
+
+def test_a_worker_withdrawal_must_name_its_take(pg_store_url: str) -> None:
+    """A worker's withdrawal without the take's number is refused outright (a name alone
+    cannot tell two takes apart), before anything changes."""
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        assert store.take(run_id, worker="w", zone="local") is not None  # type: ignore[attr-defined]
+        with pytest.raises(TypeError):
+            store.withdraw_approval(run_id, worker="w")  # type: ignore[attr-defined]
+        record = store.get_run(run_id)
+        assert record is not None and record["status"] == "running"
