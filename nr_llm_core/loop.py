@@ -230,9 +230,7 @@ class ToolLoop:
         elif self.persister is not None:
             # With a store, its copy is the one that is waiting: an approval cannot be replayed
             # on a run that was already resumed, or applied to a turn that has changed.
-            stored = self.persister.load_suspended(state.run_id)
-            if stored is None:
-                raise self._not_waiting(state.run_id)
+            stored = self._stored(state.run_id)
             if stored.get("digest") != state.digest:
                 raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
@@ -615,13 +613,26 @@ class ToolLoop:
     def _load(self, run_id: str) -> SuspendedRunState:
         if self.persister is None:
             raise ApprovalError("resuming by run id needs a persister")
-        data = self.persister.load_suspended(run_id)
-        if data is None:
-            raise self._not_waiting(run_id)
-        state = SuspendedRunState.from_dict(data)
+        state = SuspendedRunState.from_dict(self._stored(run_id))
         if state.run_id != run_id:
             raise ApprovalError("the stored state belongs to another run")
         return state
+
+    def _stored(self, run_id: str) -> dict[str, Any]:
+        """The state the persister holds for the waiting run ``run_id``, as a plain dict;
+        :class:`ApprovalError` in host words when it holds none, or something that is not a
+        mapping (a store of someone else's: nothing of it is quoted, nothing is claimed)."""
+        if self.persister is None:
+            raise ApprovalError("resuming by run id needs a persister")
+        data = self.persister.load_suspended(run_id)
+        if data is None:
+            raise self._not_waiting(run_id)
+        if not isinstance(data, Mapping):
+            raise ApprovalError(
+                f"the store's saved state of run {run_id[:80]!r} is not a mapping; nothing "
+                "ran and the run still waits: discard it"
+            )
+        return dict(data)
 
     def _not_waiting(self, run_id: str) -> Exception:
         """Why the persister holds no waiting state for ``run_id``: who took it, when it can
