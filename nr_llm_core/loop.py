@@ -45,6 +45,7 @@ from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
     ClaimingRecorder,
+    HoldingRecorder,
     RunRecorder,
     TerminationReason,
     ToolLoopResult,
@@ -313,6 +314,7 @@ class ToolLoop:
         while True:
             at_cap = bool(offer) and run.tool_rounds >= self.max_iterations
             tools = () if at_cap else offer
+            self._check_held(run)
             completion = self._complete(run, tools)
             if isinstance(completion, str):
                 return self._finish(run, TerminationReason.FAILED, "", error=completion)
@@ -407,6 +409,7 @@ class ToolLoop:
         """Answer every call of a turn: run it through the host, or say why it did not run."""
         round_no = run.iterations
         for call in calls:
+            self._check_held(run)
             started = time.perf_counter()
             result: ToolResult
             failure: ToolFailure | None
@@ -633,6 +636,13 @@ class ToolLoop:
                 "ran and the run still waits: discard it"
             )
         return dict(data)
+
+    def _check_held(self, run: _Run) -> None:
+        """Stop here, by the persister's exception, when the run was taken from it (a
+        worker the queue gave up on while it was only paused, ADR 0039): at each step
+        boundary, before a tool call or a completion, so no call runs in two places."""
+        if isinstance(self.persister, HoldingRecorder):
+            self.persister.check_held(run.run_id)
 
     def _not_waiting(self, run_id: str) -> Exception:
         """Why the persister holds no waiting state for ``run_id``: who took it, when it can

@@ -40,16 +40,19 @@ __all__ = [
     "RUN_SELECT",
     "Found",
     "Taken",
+    "TakenAwayError",
     "claimant_text",
     "discard",
     "end_suspension",
     "engine",
     "give_back",
+    "holds",
     "mark_applying",
     "migrate",
     "put_state",
     "read_state",
     "require_open",
+    "require_take",
     "reworded",
     "take",
     "waiting",
@@ -172,6 +175,29 @@ def require_open(conn: Connection, run_id: str) -> str:
     if RunStatus(status).final:
         raise RunSettledError(f"run {run_id!r} is already {status}")
     return str(status)
+
+
+def holds(conn: Connection, run_id: str, attempt: int, *, lock: bool) -> bool:
+    """Whether the run is ``running`` in its take number ``attempt`` (the latest: every take
+    counts one more), locking its row with ``lock``."""
+    if not encodable(run_id):
+        return False
+    query = sa.select(runs.c.status, runs.c.attempts).where(runs.c.id == run_id)
+    row = conn.execute(query.with_for_update() if lock else query).first()
+    return row is not None and row[0] == RunStatus.RUNNING and row[1] == attempt
+
+
+def require_take(conn: Connection, run_id: str, attempt: int | None) -> None:
+    """With ``attempt``, lock the run row and raise :class:`TakenAwayError` unless the run
+    is ``running`` in that take (ADR 0039): a worker the queue gave up on writes nothing to a
+    run another worker holds. Without it, nothing."""
+    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
+        raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
+
+
+class TakenAwayError(AuditStoreError):
+    """A write in the name of a take that no longer holds its run (the queue handed the run
+    to another worker): refused, nothing written."""
 
 
 def _signed(run_id: str, state: str, decisions: str | None) -> tuple[bytes, ...]:

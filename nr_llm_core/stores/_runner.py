@@ -119,14 +119,22 @@ class _TakenRun:
     def record_traceparent(self, run_id: str, traceparent: str) -> None:
         self._store.record_traceparent(run_id, traceparent)
 
+    # Every write is this take's: refused once the queue handed the run to another worker
+    # (ADR 0039), in the transaction that writes, so a paused worker that wakes writes nothing.
     def record_step(self, run_id: str, step: RunStep) -> bool:
-        return self._store.record_step(run_id, step)
+        return self._store.record_step(run_id, step, attempt=self._taken.attempt)
 
     def settle(self, run_id: str, status: str, **kwargs: Any) -> None:
-        self._store.settle(run_id, status, **kwargs)
+        self._store.settle(run_id, status, attempt=self._taken.attempt, **kwargs)
 
     def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
-        self._store.suspend(run_id, state)
+        self._store.suspend(run_id, state, attempt=self._taken.attempt)
+
+    def check_held(self, run_id: str) -> None:
+        """Raise :class:`_TakenAway` once this take is not the run's latest: the loop asks
+        before each tool call and each completion (ADR 0039)."""
+        if not self._store.holds(run_id, attempt=self._taken.attempt):
+            raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
 
     def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
         return self._taken.state if run_id == self._taken.run_id else None
@@ -207,10 +215,21 @@ class RunExecutor:
             return "skipped"
         try:
             return self._drive(taken)
+        except _TakenAway:
+            # The queue handed the run to another worker while this one was paused: that
+            # one holds it now; this one stops at the step boundary where it noticed.
+            logger.warning(
+                "worker: run %s was taken from this worker (take %d); it stops here",
+                run_id,
+                taken.attempt,
+            )
+            return "skipped"
         except Exception as exc:
             log_exception(logger, "worker: run %s failed", run_id, exc=exc)
             try:
-                self.store.settle_failed(run_id, termination_reason="worker_error")
+                self.store.settle_failed(
+                    run_id, termination_reason="worker_error", attempt=taken.attempt
+                )
             except Exception as again:
                 log_exception(logger, "worker: could not settle run %s", run_id, exc=again)
             return "failed"
@@ -239,7 +258,7 @@ class RunExecutor:
                 # as an approval step would, which provider goes on when it is not the one
                 # the run was suspended with (ADR 0036).
                 answers, lost = _taken_over(state, taken.decisions)
-                self.store.record_step(
+                persister.record_step(
                     taken.run_id,
                     RunStep.resume(
                         round=state.iterations,
@@ -260,7 +279,7 @@ class RunExecutor:
                         allow_provider_change=True,
                     )
                 except _TakenAway:
-                    return "skipped"
+                    raise
                 except ApprovalError as exc:
                     if persister.claimed or not self._give_back(taken, exc):
                         raise

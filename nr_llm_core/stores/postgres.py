@@ -81,6 +81,8 @@ _BUMP: Final = (
     )
     .returning(runs.c.last_seq, runs.c.status)
 )
+# The same, for a worker's take: only while the run's latest take is the writer's (ADR 0039).
+_BUMP_TAKE: Final = _BUMP.where(runs.c.attempts == sa.bindparam("attempt"))
 _INSERT_STEP: Final = sa.insert(events)
 
 
@@ -252,13 +254,15 @@ class PostgresStore(StoreBase):
             self._levels[run_id] = level
         return level
 
-    def record_step(self, run_id: str, step: RunStep) -> bool:
+    def record_step(self, run_id: str, step: RunStep, *, attempt: int | None = None) -> bool:
         """Filter, encode and store ``step``; return whether it was stored. Never raises.
 
         As :meth:`AgentRunPersister.record_step
         <nr_llm_core.audit.AgentRunPersister.record_step>`: ``False`` for an unknown or
         settled run or a step that cannot be filtered, encoded or written (logged with the
         exception type only); an ``approval`` step claims a suspended run that nobody claimed.
+        With ``attempt`` (a worker's take), ``False`` too once that take is not the run's
+        latest (ADR 0039).
         """
         try:
             level = self._level(run_id)
@@ -269,7 +273,11 @@ class PostgresStore(StoreBase):
             payload = encode_json_str(record)
             tin, tout = tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
             with self.engine.begin() as conn:
-                bumped = conn.execute(_BUMP, {"rid": run_id, "tin": tin, "tout": tout}).first()
+                params = {"rid": run_id, "tin": tin, "tout": tout}
+                if attempt is None:
+                    bumped = conn.execute(_BUMP, params).first()
+                else:
+                    bumped = conn.execute(_BUMP_TAKE, {**params, "attempt": attempt}).first()
                 if bumped is not None:
                     conn.execute(
                         _INSERT_STEP,
@@ -287,7 +295,11 @@ class PostgresStore(StoreBase):
                         # The decision is recorded: the run is running again, its state gone.
                         _st.end_suspension(conn, run_id, _st.claimant_text(None))
             if bumped is None:
-                logger.warning("audit: run %r is settled; step not recorded", run_id)
+                logger.warning(
+                    "audit: run %r is settled%s; step not recorded",
+                    run_id,
+                    "" if attempt is None else " or taken from this worker",
+                )
             return bumped is not None
         except Exception as exc:
             logger.warning(
@@ -304,9 +316,12 @@ class PostgresStore(StoreBase):
         iterations: int | None = None,
         truncated: bool | None = None,
         usage: Mapping[str, int] | None = None,
+        attempt: int | None = None,
     ) -> None:
         """Give a run its final ``status`` and delete any saved state; as
-        :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`."""
+        :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`. With
+        ``attempt`` (a worker's take), only while that take is the run's latest, else
+        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
         final_status = RunStatus(status)
         if not final_status.final:
             raise AuditStoreError(f"{final_status.value!r} is not a final status")
@@ -326,21 +341,25 @@ class PostgresStore(StoreBase):
             values["tokens_in"], values["tokens_out"] = tokens(usage)
         with self._write() as conn:
             _st.require_open(conn, run_id)
+            _st.require_take(conn, run_id, attempt)
             conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
             conn.execute(sa.delete(states).where(states.c.run_id == run_id))
         self._levels.pop(run_id, None)
 
     # -- suspension ----------------------------------------------------------------------------
 
-    def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+    def suspend(self, run_id: str, state: Mapping[str, Any], *, attempt: int | None = None) -> None:
         """Store the state a suspended run resumes from and set it ``suspended``.
 
         Refused as by the SQLite store (artifacts, non-JSON). The state is a row of its own,
         signed with the host secret, which a shared store requires
-        (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends."""
+        (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends.
+        With ``attempt`` (a worker's take), only while that take is the run's latest, else
+        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
         refuse_artifacts(state)
         with self._write() as conn:
             _st.require_open(conn, run_id)
+            _st.require_take(conn, run_id, attempt)
             _st.put_state(conn, run_id, state)
             conn.execute(
                 sa.update(runs)
@@ -561,6 +580,12 @@ class PostgresStore(StoreBase):
         approved calls. Whether it was (ADR 0038)."""
         with self._write() as conn:
             return _st.give_back(conn, run_id)
+
+    def holds(self, run_id: str, *, attempt: int) -> bool:
+        """Whether the run is ``running`` in its take number ``attempt`` (the latest take:
+        the queue has not handed it to another worker since, ADR 0039)."""
+        with self._write() as conn:
+            return _st.holds(conn, run_id, attempt, lock=False)
 
     def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it

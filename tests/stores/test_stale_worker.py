@@ -88,3 +88,35 @@ def test_a_worker_withdrawal_must_name_its_take(pg_store_url: str) -> None:
             store.withdraw_approval(run_id, worker="w")  # type: ignore[attr-defined]
         record = store.get_run(run_id)
         assert record is not None and record["status"] == "running"
+
+
+def test_a_stale_take_writes_nothing_to_the_run_its_successor_holds(pg_store_url: str) -> None:
+    """``A``'s take was given up on; ``B`` holds the run. Whatever ``A`` writes in its take's
+    name (a step, a settle, a suspension: what its loop does when it wakes mid-run) is
+    refused in the transaction that would write it, and the run stays ``running`` in ``B``'s
+    hands with ``B``'s steps only; ``B``'s own writes go through."""
+    from nr_llm_core.stores._pg_states import TakenAwayError
+    from nr_llm_core.trace import RunStep
+
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        first = store.take(run_id, worker="A", zone="local")  # type: ignore[attr-defined]
+        second = store.take(run_id, worker="B", zone="local")  # type: ignore[attr-defined]
+        assert first is not None and second is not None
+        steps = len(store.steps(run_id))
+        step = RunStep.error(round=1, reason="from the stale take", duration_ms=0.0)
+        assert not store.holds(run_id, attempt=first.attempt)  # type: ignore[attr-defined]
+        assert store.holds(run_id, attempt=second.attempt)  # type: ignore[attr-defined]
+        assert not store.record_step(run_id, step, attempt=first.attempt)  # type: ignore[call-arg]
+        with pytest.raises(TakenAwayError):
+            store.settle(run_id, "completed", attempt=first.attempt)  # type: ignore[call-arg]
+        with pytest.raises(TakenAwayError):
+            store.suspend(run_id, first.state, attempt=first.attempt)  # type: ignore[call-arg]
+        record = store.get_run(run_id)
+        assert record is not None and record["status"] == "running"
+        assert len(store.steps(run_id)) == steps
+        assert store.record_step(run_id, step, attempt=second.attempt)  # type: ignore[call-arg]
+        store.settle(run_id, "completed", attempt=second.attempt)  # type: ignore[call-arg]
+        record = store.get_run(run_id)
+        assert record is not None and record["status"] == "completed"
