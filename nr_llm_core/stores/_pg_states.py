@@ -31,16 +31,18 @@ from nr_llm_core._audit_schema import SchemaVersionError, now
 from nr_llm_core._audit_suspension import checked, claimant_text, decoded, lost, unusable
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
-from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.errors import ApprovalError, ConfigurationError
 from nr_llm_core.privacy import PrivacyLevel, run_level, stored_level_update
 from nr_llm_core.stores import _tables
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
 __all__ = [
+    "NOT_VERIFIED_BEGUN",
     "RUN_SELECT",
     "Found",
     "Taken",
     "TakenAwayError",
+    "begun_refusal",
     "claimant_text",
     "discard",
     "end_suspension",
@@ -65,6 +67,10 @@ GIVEN_BACK: Final = "approval_given_back"
 #: The reason a run waits again after a worker could not check its saved state (ADR 0038):
 #: not signed with that worker's host secret, altered, or not a state it can read.
 NOT_VERIFIED: Final = "state_not_verified"
+#: The same, for a run whose approved calls a lost worker had begun (ADR 0039): they may have
+#: run, so the run waits with that mark kept, and the worker that takes it after a new
+#: approval answers them as possibly run, never runs them again.
+NOT_VERIFIED_BEGUN: Final = "state_not_verified_calls_begun"
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
 # Any constant: the advisory lock that makes concurrent first opens migrate once.
@@ -214,8 +220,10 @@ def put_state(
     state: Any,
     *,
     decisions: dict[str, bool] | None = None,
+    applying: str | None = None,
 ) -> None:
-    """Write (or replace) the run's signed state row."""
+    """Write (or replace) the run's signed state row; ``applying`` is who began its approved
+    calls, kept when a run whose calls were begun is approved again (ADR 0039)."""
     try:
         text = encode_json_str(dict(state))
         chosen = None if decisions is None else encode_json_str(decisions)
@@ -231,7 +239,7 @@ def put_state(
         "digest": digest if type(digest) is str else None,
         "decisions": chosen,
         "mac": signature,
-        "applying": None,
+        "applying": applying,
     }
     stmt = pg_insert(states).values(run_id=run_id, **row)
     conn.execute(stmt.on_conflict_do_update(index_elements=[states.c.run_id], set_=row))
@@ -240,11 +248,13 @@ def put_state(
 @final
 @attrs.frozen
 class Found:
-    """A run's state row, checked: the state, the decisions stored with it, its digest."""
+    """A run's state row, checked: the state, the decisions stored with it, its digest, and
+    who began its approved calls (``None``: nobody did)."""
 
     state: dict[str, Any]
     decisions: dict[str, bool] | None
     digest: str | None
+    applying: str | None = None
 
 
 def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
@@ -294,7 +304,9 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(
-        RUN_SELECT.add_columns(states.c.state, states.c.decisions, states.c.mac, states.c.digest)
+        RUN_SELECT.add_columns(
+            states.c.state, states.c.decisions, states.c.mac, states.c.digest, states.c.applying
+        )
         .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
@@ -308,11 +320,29 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     # Checked as a resume checks it before the caller commits anything (ADR 0036): a state
     # nobody can resume leaves the run waiting, its row kept.
     checked(found.state, run_id, found.digest if found.digest is not None else digest)
-    return found
+    return attrs.evolve(found, applying=row[19])
+
+
+def begun_refusal(run_id: str) -> str:
+    """Why a waiting run whose approved calls a lost worker had begun is not claimed here
+    (host words: the run id only)."""
+    return (
+        f"the approved calls of run {run_id[:80]!r} were begun by a worker that stopped, and "
+        "may have run: nothing was claimed and the run still waits; approve it for the workers "
+        "(runs approve --queue), which answer those calls as possibly run and never run them "
+        "again, or discard it"
+    )
 
 
 def end_suspension(conn: Connection, run_id: str, who: str) -> None:
-    """Claim the (locked, suspended) run for ``who``: ``running``, its state row deleted."""
+    """Claim the (locked, suspended) run for ``who``: ``running``, its state row deleted.
+
+    :class:`~nr_llm_core.errors.ApprovalError` (:func:`begun_refusal`), nothing changed, for
+    a run whose approved calls a lost worker had begun (ADR 0039): a claim here would run
+    them again; only a worker's take answers them as possibly run."""
+    begun = conn.execute(sa.select(states.c.applying).where(states.c.run_id == run_id)).scalar()
+    if begun is not None:
+        raise ApprovalError(begun_refusal(run_id))
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id, runs.c.status == RunStatus.SUSPENDED.value)
@@ -409,9 +439,12 @@ def give_back(conn: Connection, run_id: str) -> bool:
     its row kept as it is (this worker cannot sign another), with the reason recorded, where
     ``runs list`` and ``runs show`` say it and ``runs approve`` or ``runs discard`` act on it.
 
-    Only while nobody began its approved calls: ``queued``, or ``running`` again after its
-    worker was lost before it began them. ``False`` otherwise (a run whose approved calls may
-    have run must never wait for an approval that would run them again)."""
+    Only while the run is ``queued``, or ``running`` again after its worker was lost;
+    ``False`` otherwise. When a lost worker had begun its approved calls, they may have run:
+    the mark that says so stays on the row, the reason is :data:`NOT_VERIFIED_BEGUN`, and
+    nothing can claim the run to run them again (:func:`end_suspension`); a new approval
+    (:func:`put_state` keeps the mark and the decisions they were begun under) hands it to a
+    worker that answers them as possibly run (ADR 0039)."""
     if not encodable(run_id):
         return False
     row = conn.execute(
@@ -420,7 +453,7 @@ def give_back(conn: Connection, run_id: str) -> bool:
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[1] is None or row[2] is not None:
+    if row is None or row[1] is None:
         return False
     if row[0] not in (RunStatus.QUEUED, RunStatus.RUNNING):
         return False
@@ -432,7 +465,7 @@ def give_back(conn: Connection, run_id: str) -> bool:
             claimed_by=None,
             claimed_at=None,
             taken_by=None,
-            termination_reason=NOT_VERIFIED,
+            termination_reason=NOT_VERIFIED if row[2] is None else NOT_VERIFIED_BEGUN,
         )
     )
     return True

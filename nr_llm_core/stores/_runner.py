@@ -294,7 +294,8 @@ class RunExecutor:
         """The run's state failed this worker's checks (another host secret, altered,
         unreadable): nothing was taken. The run goes back to the operator, waiting with its
         reason recorded, instead of staying ``queued`` where no job will come (ADR 0038);
-        the job fails as before when the run cannot go back (its approved calls were begun)."""
+        one whose approved calls a lost worker had begun too, saying they may have run
+        (ADR 0039). The job fails only when the run is no longer one to give back."""
         if not self.store.give_back(run_id):
             raise refused
         # The refusal is host words (SuspendedStateError never quotes the state).

@@ -545,7 +545,16 @@ class PostgresStore(StoreBase):
             # Decisions a resume would refuse are refused here, before the commit, where the
             # approver reads the error (ADR 0036), not later in a worker.
             decisions_for(SuspendedRunState.from_dict(found.state), decisions)
-            _st.put_state(conn, run_id, found.state, decisions=dict(decisions))
+            # A run whose approved calls a lost worker had begun keeps the decisions they
+            # were begun under and the mark (ADR 0039): the worker that takes it answers
+            # them as possibly run (denied ones as denied), whatever is decided now.
+            _st.put_state(
+                conn,
+                run_id,
+                found.state,
+                decisions=dict(decisions) if found.applying is None else found.decisions,
+                applying=found.applying,
+            )
             at = now()
             conn.execute(
                 sa.update(runs)
