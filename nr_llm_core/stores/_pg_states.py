@@ -37,6 +37,7 @@ from nr_llm_core.stores import _tables
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
 __all__ = [
+    "NOT_STARTED",
     "NOT_VERIFIED_BEGUN",
     "RUN_SELECT",
     "Found",
@@ -71,6 +72,9 @@ NOT_VERIFIED: Final = "state_not_verified"
 #: run, so the run waits with that mark kept, and the worker that takes it after a new
 #: approval answers them as possibly run, never runs them again.
 NOT_VERIFIED_BEGUN: Final = "state_not_verified_calls_begun"
+#: The reason a run waits again after a worker failed before it began anything of the run
+#: (its provider could not be made for it, ADR 0039): nothing of the run changed.
+NOT_STARTED: Final = "worker_could_not_start"
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
 # Any constant: the advisory lock that makes concurrent first opens migrate once.
@@ -433,7 +437,7 @@ def withdraw_approval(
     return True
 
 
-def give_back(conn: Connection, run_id: str) -> bool:
+def give_back(conn: Connection, run_id: str, *, attempt: int | None = None) -> bool:
     """Hand a run a worker could not take back to the operator (ADR 0038): its state row
     failed this worker's checks (:data:`NOT_VERIFIED`), so the run waits again, unclaimed,
     its row kept as it is (this worker cannot sign another), with the reason recorded, where
@@ -444,8 +448,13 @@ def give_back(conn: Connection, run_id: str) -> bool:
     the mark that says so stays on the row, the reason is :data:`NOT_VERIFIED_BEGUN`, and
     nothing can claim the run to run them again (:func:`end_suspension`); a new approval
     (:func:`put_state` keeps the mark and the decisions they were begun under) hands it to a
-    worker that answers them as possibly run (ADR 0039)."""
+    worker that answers them as possibly run (ADR 0039).
+
+    With ``attempt``, the run was taken (in that take) and the worker failed before it began
+    anything of it: only while that take is the run's latest, reason :data:`NOT_STARTED`."""
     if not encodable(run_id):
+        return False
+    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
         return False
     row = conn.execute(
         sa.select(runs.c.status, states.c.run_id, states.c.applying)
@@ -465,7 +474,13 @@ def give_back(conn: Connection, run_id: str) -> bool:
             claimed_by=None,
             claimed_at=None,
             taken_by=None,
-            termination_reason=NOT_VERIFIED if row[2] is None else NOT_VERIFIED_BEGUN,
+            termination_reason=(
+                NOT_STARTED
+                if attempt is not None
+                else NOT_VERIFIED
+                if row[2] is None
+                else NOT_VERIFIED_BEGUN
+            ),
         )
     )
     return True
@@ -529,6 +544,9 @@ def take(
     # Checked as a claim checks it (ADR 0036), before the run is handed over: a state this
     # worker cannot resume raises here, nothing committed, and the worker gives it back.
     checked(found.state, run_id, found.digest)
+    # And the decisions it would act on (ADR 0039): ones a later version wrote in a shape
+    # this one does not read are kept for a worker that can, never dropped or failed.
+    _readable_decisions(found, run_id)
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
@@ -557,6 +575,23 @@ def take(
         privacy_level=level_now,
         applying=row[8],
     )
+
+
+def _readable_decisions(found: Found, run_id: str) -> None:
+    """:class:`SuspendedStateError` in host words unless a worker can act on the decisions
+    stored with ``found``: none for a run queued to start, else a bool for pending call ids
+    only (what :func:`~nr_llm_core.approval.decisions_for` accepts)."""
+    pending = {c.get("id") for c in found.state.get("pending", ()) if type(c) is dict}
+    if found.decisions is None:
+        if pending:
+            raise SuspendedStateError(
+                unusable(run_id, "it has pending calls and no decisions this worker can act on")
+            )
+        return
+    if any(k not in pending or type(v) is not bool for k, v in found.decisions.items()):
+        raise SuspendedStateError(
+            unusable(run_id, "its decisions are not ones this worker can read")
+        )
 
 
 def mark_applying(conn: Connection, run_id: str, worker: str, attempt: int) -> bool:

@@ -99,6 +99,9 @@ class _TakenRun:
         self._taken = taken
         self._worker = worker
         self.claimed = False
+        #: Whether this take wrote anything of the run (a step, a settle, a suspension, the
+        #: approved calls begun): before that, a failure gives the run back (ADR 0039).
+        self.began = False
 
     def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
         # The run exists; of what the loop would store with a new one, only the trace context
@@ -122,12 +125,15 @@ class _TakenRun:
     # Every write is this take's: refused once the queue handed the run to another worker
     # (ADR 0039), in the transaction that writes, so a paused worker that wakes writes nothing.
     def record_step(self, run_id: str, step: RunStep) -> bool:
+        self.began = True
         return self._store.record_step(run_id, step, attempt=self._taken.attempt)
 
     def settle(self, run_id: str, status: str, **kwargs: Any) -> None:
+        self.began = True
         self._store.settle(run_id, status, attempt=self._taken.attempt, **kwargs)
 
     def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+        self.began = True
         self._store.suspend(run_id, state, attempt=self._taken.attempt)
 
     def check_held(self, run_id: str) -> None:
@@ -146,7 +152,7 @@ class _TakenRun:
         # one is lost answers them as lost instead of running them again.
         if not self._store.mark_applying(run_id, worker=self._worker, attempt=self._taken.attempt):
             raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
-        self.claimed = True
+        self.claimed = self.began = True
         return self._taken.state
 
     def resume_refusal(self, run_id: str) -> Exception:
@@ -213,8 +219,9 @@ class RunExecutor:
         if taken is None:
             logger.info("worker: run %s is not queued; nothing to do", run_id)
             return "skipped"
+        persister = _TakenRun(self.store, taken, self.name)
         try:
-            return self._drive(taken)
+            return self._drive(taken, persister)
         except _TakenAway:
             # The queue handed the run to another worker while this one was paused: that
             # one holds it now; this one stops at the step boundary where it noticed.
@@ -225,6 +232,12 @@ class RunExecutor:
             )
             return "skipped"
         except Exception as exc:
+            if not persister.began:
+                # Nothing of the run changed (its provider could not be made for it, say):
+                # it goes back to the operator as it was, never failed (ADR 0039).
+                log_exception(logger, "worker: run %s could not start here", run_id, exc=exc)
+                if self._handed_back(run_id, taken.attempt):
+                    return "given_back"
             log_exception(logger, "worker: run %s failed", run_id, exc=exc)
             try:
                 self.store.settle_failed(
@@ -234,12 +247,20 @@ class RunExecutor:
                 log_exception(logger, "worker: could not settle run %s", run_id, exc=again)
             return "failed"
 
-    def _drive(self, taken: Taken) -> str:
+    def _handed_back(self, run_id: str, attempt: int) -> bool:
+        """Give back a run this take failed on before it began anything of it; whether it
+        was (not when the run was taken from this worker meanwhile)."""
+        try:
+            return self.store.give_back(run_id, attempt=attempt)
+        except Exception as exc:
+            log_exception(logger, "worker: could not give run %s back", run_id, exc=exc)
+            return False
+
+    def _drive(self, taken: Taken, persister: _TakenRun) -> str:
         state = SuspendedRunState.from_dict(taken.state)
         state.verify()
         provider = self.provider_for(state)
         zoned = _Zoned(provider, stricter_zone(taken.trust_zone, zone_of(provider)))
-        persister = _TakenRun(self.store, taken, self.name)
         loop = ToolLoop(
             zoned,
             self.host,

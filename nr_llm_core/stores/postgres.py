@@ -582,13 +582,16 @@ class PostgresStore(StoreBase):
         with self._write() as conn:
             return _st.withdraw_approval(conn, run_id, worker, attempt)
 
-    def give_back(self, run_id: str) -> bool:
+    def give_back(self, run_id: str, *, attempt: int | None = None) -> bool:
         """Hand a run this worker cannot take (its state fails this worker's checks: another
         host secret, altered, unreadable) back to the operator: it waits again, unclaimed,
-        its state row as it is, reason ``state_not_verified``; only while nobody began its
-        approved calls. Whether it was (ADR 0038)."""
+        its state row as it is, reason ``state_not_verified`` (ADR 0038), or
+        ``state_not_verified_calls_begun`` when a lost worker had begun its approved calls
+        (ADR 0039). With ``attempt``: the worker took it in that take, still the latest, and
+        failed before it began anything of it (reason ``worker_could_not_start``). Whether
+        it was."""
         with self._write() as conn:
-            return _st.give_back(conn, run_id)
+            return _st.give_back(conn, run_id, attempt=attempt)
 
     def holds(self, run_id: str, *, attempt: int) -> bool:
         """Whether the run is ``running`` in its take number ``attempt`` (the latest take:
