@@ -392,7 +392,10 @@ def withdraw_approval(
     is ``queued`` with the approver's decisions (no job carries it), or, with ``worker`` and
     ``attempt``, ``running`` in that worker's take number ``attempt`` (its latest take: two
     jobs of one worker process share its name) with decisions nobody has begun (it cannot
-    run them); ``False`` when it is no longer so."""
+    run them); ``False`` when it is no longer so. A queued run whose approved calls a lost
+    worker had begun (approved again after a give-back, ADR 0039) waits again as it was
+    before that approval: its row, with the mark and the decisions the calls were begun
+    under, is kept; a worker never withdraws such a run."""
     if not encodable(run_id):
         return False
     row = conn.execute(
@@ -410,9 +413,11 @@ def withdraw_approval(
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[4] is None or row[7] is not None:
+    if row is None or row[4] is None:
         return False
-    attempts, taken_by, status = row[0], row[1], row[2]
+    attempts, taken_by, status, begun = row[0], row[1], row[2], row[7]
+    if begun is not None and worker is not None:
+        return False
     if worker is None and status != RunStatus.QUEUED:
         return False
     if worker is not None and (
@@ -420,7 +425,8 @@ def withdraw_approval(
     ):
         return False
     found = _checked(run_id, row[3], row[4], row[5], row[6])
-    put_state(conn, run_id, found.state)
+    if begun is None:
+        put_state(conn, run_id, found.state)
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)

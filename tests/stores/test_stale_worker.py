@@ -120,3 +120,39 @@ def test_a_stale_take_writes_nothing_to_the_run_its_successor_holds(pg_store_url
         store.settle(run_id, "completed", attempt=second.attempt)  # type: ignore[call-arg]
         record = store.get_run(run_id)
         assert record is not None and record["status"] == "completed"
+
+
+def test_a_begun_run_approved_again_but_not_queued_waits_again_with_its_mark(
+    pg_store_url: str,
+) -> None:
+    """A run whose approved calls a lost worker had begun was given back and is approved
+    again, but the queue takes no job: the approval is withdrawn (before, it was refused:
+    the run stayed ``queued`` where no job would come) and the run waits again with the
+    mark and the decisions the calls were begun under, so an in-process claim is still
+    refused and no call can run a second time."""
+    from nr_llm_core.errors import ApprovalError
+
+    from .fixtures import execute
+
+    run_id, digest = suspend_append_run(pg_store_url)
+    with open_store(pg_store_url) as store:
+        store.approve_queued(run_id, digest=digest, decisions={"a1": True})  # type: ignore[attr-defined]
+        taken = store.take(run_id, worker="lost", zone="local")  # type: ignore[attr-defined]
+        assert store.mark_applying(run_id, worker="lost", attempt=taken.attempt)  # type: ignore[attr-defined]
+        assert store.give_back(run_id)  # type: ignore[attr-defined]
+        store.approve_queued(run_id, digest=digest, decisions={"a1": False})  # type: ignore[attr-defined]
+        row = execute(
+            pg_store_url, "SELECT decisions, applying FROM states WHERE run_id = :r", r=run_id
+        )
+        assert row == [('{"a1":true}', "lost")]  # the decisions the calls were begun under
+        assert store.withdraw_approval(run_id)  # type: ignore[attr-defined]
+        record = store.get_run(run_id)
+        assert record is not None and record["status"] == "suspended"
+        assert (
+            execute(
+                pg_store_url, "SELECT decisions, applying FROM states WHERE run_id = :r", r=run_id
+            )
+            == row
+        )
+        with pytest.raises(ApprovalError):
+            store.claim_suspended(run_id)
