@@ -45,6 +45,7 @@ from nr_llm_core.providers.base import STOP_REASONS, Completion, Provider, Usage
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
 from nr_llm_core.run_result import (
     ClaimingRecorder,
+    HoldingRecorder,
     RunRecorder,
     TerminationReason,
     ToolLoopResult,
@@ -234,9 +235,7 @@ class ToolLoop:
         elif self.persister is not None:
             # With a store, its copy is the one that is waiting: an approval cannot be replayed
             # on a run that was already resumed, or applied to a turn that has changed.
-            stored = self.persister.load_suspended(state.run_id)
-            if stored is None:
-                raise self._not_waiting(state.run_id)
+            stored = self._stored(state.run_id)
             if stored.get("digest") != state.digest:
                 raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
@@ -337,6 +336,7 @@ class ToolLoop:
         while True:
             at_cap = bool(offer) and run.tool_rounds >= self.max_iterations
             tools = () if at_cap else offer
+            self._check_held(run)
             completion = self._complete(run, tools)
             if isinstance(completion, str):
                 return self._finish(run, TerminationReason.FAILED, "", error=completion)
@@ -431,6 +431,7 @@ class ToolLoop:
         """Answer every call of a turn: run it through the host, or say why it did not run."""
         round_no = run.iterations
         for call in calls:
+            self._check_held(run)
             started = time.perf_counter()
             result: ToolResult
             failure: ToolFailure | None
@@ -663,13 +664,33 @@ class ToolLoop:
     def _load(self, run_id: str) -> SuspendedRunState:
         if self.persister is None:
             raise ApprovalError("resuming by run id needs a persister")
-        data = self.persister.load_suspended(run_id)
-        if data is None:
-            raise self._not_waiting(run_id)
-        state = SuspendedRunState.from_dict(data)
+        state = SuspendedRunState.from_dict(self._stored(run_id))
         if state.run_id != run_id:
             raise ApprovalError("the stored state belongs to another run")
         return state
+
+    def _stored(self, run_id: str) -> dict[str, Any]:
+        """The state the persister holds for the waiting run ``run_id``, as a plain dict;
+        :class:`ApprovalError` in host words when it holds none, or something that is not a
+        mapping (a store of someone else's: nothing of it is quoted, nothing is claimed)."""
+        if self.persister is None:
+            raise ApprovalError("resuming by run id needs a persister")
+        data = self.persister.load_suspended(run_id)
+        if data is None:
+            raise self._not_waiting(run_id)
+        if not isinstance(data, Mapping):
+            raise ApprovalError(
+                f"the store's saved state of run {run_id[:80]!r} is not a mapping; nothing "
+                "ran and the run still waits: discard it"
+            )
+        return dict(data)
+
+    def _check_held(self, run: _Run) -> None:
+        """Stop here, by the persister's exception, when the run was taken from it (a
+        worker the queue gave up on while it was only paused, ADR 0039): at each step
+        boundary, before a tool call or a completion, so no call runs in two places."""
+        if isinstance(self.persister, HoldingRecorder):
+            self.persister.check_held(run.run_id)
 
     def _not_waiting(self, run_id: str) -> Exception:
         """Why the persister holds no waiting state for ``run_id``: who took it, when it can

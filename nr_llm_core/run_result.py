@@ -19,7 +19,13 @@ from nr_llm_core.messages import ChatMessage
 from nr_llm_core.providers.base import Usage
 from nr_llm_core.trace import RunStep, RunTrace, ToolInvocation
 
-__all__ = ["ClaimingRecorder", "RunRecorder", "TerminationReason", "ToolLoopResult"]
+__all__ = [
+    "ClaimingRecorder",
+    "HoldingRecorder",
+    "RunRecorder",
+    "TerminationReason",
+    "ToolLoopResult",
+]
 
 
 class TerminationReason(enum.StrEnum):
@@ -100,6 +106,23 @@ class ClaimingRecorder(RunRecorder, Protocol):
 
     def resume_refusal(self, run_id: str) -> Exception:
         """The error explaining why ``run_id`` is not waiting (who claimed it, and when)."""
+        ...
+
+
+@runtime_checkable
+class HoldingRecorder(RunRecorder, Protocol):
+    """A :class:`RunRecorder` through which a run can be taken away while the loop drives
+    it: a worker's take of a queued run, which the queue hands to another worker when this
+    one stops sending heartbeats (it need not be dead, ADR 0039).
+
+    The loop calls :meth:`check_held` before each tool call and each completion (checked
+    with ``isinstance``): no call runs, and nothing more is asked of the model, once another
+    process holds the run.
+    """
+
+    def check_held(self, run_id: str) -> None:
+        """Return while this recorder still holds ``run_id``; raise (an exception the caller
+        of the loop expects) once the run was handed to another: the loop stops there."""
         ...
 
 

@@ -213,6 +213,14 @@ _GIVEN_BACK = {
     "state_not_verified": "a worker could not take the run: its saved state is not signed "
     "with that worker's host secret, or cannot be read there (the worker's log says which); "
     "approve again for workers that share this store's secret, or discard it",
+    "state_not_verified_calls_begun": "a worker could not take the run: its saved state is "
+    "not signed with that worker's host secret, or cannot be read there (the worker's log "
+    "says which), and the worker running its approved calls had begun them and stopped: they "
+    "may have run. Approve again for workers that share this store's secret: they answer "
+    "those calls as possibly run and never run them again; or discard it",
+    "worker_could_not_start": "a worker could not start on the run (its provider could not "
+    "be made for it; the worker's log says why); nothing of the run changed. Approve it "
+    "again for a worker that can, or discard it",
 }
 
 

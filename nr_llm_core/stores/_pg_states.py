@@ -31,25 +31,31 @@ from nr_llm_core._audit_schema import SchemaVersionError, now
 from nr_llm_core._audit_suspension import checked, claimant_text, decoded, lost, unusable
 from nr_llm_core._signing import mac, mac_matches
 from nr_llm_core.encoding import decode_json, encode_json_str
-from nr_llm_core.errors import ConfigurationError
+from nr_llm_core.errors import ApprovalError, ConfigurationError
 from nr_llm_core.privacy import PrivacyLevel, run_level, stored_level_update
 from nr_llm_core.stores import _tables
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
 __all__ = [
+    "NOT_STARTED",
+    "NOT_VERIFIED_BEGUN",
     "RUN_SELECT",
     "Found",
     "Taken",
+    "TakenAwayError",
+    "begun_refusal",
     "claimant_text",
     "discard",
     "end_suspension",
     "engine",
     "give_back",
+    "holds",
     "mark_applying",
     "migrate",
     "put_state",
     "read_state",
     "require_open",
+    "require_take",
     "reworded",
     "take",
     "waiting",
@@ -62,6 +68,13 @@ GIVEN_BACK: Final = "approval_given_back"
 #: The reason a run waits again after a worker could not check its saved state (ADR 0038):
 #: not signed with that worker's host secret, altered, or not a state it can read.
 NOT_VERIFIED: Final = "state_not_verified"
+#: The same, for a run whose approved calls a lost worker had begun (ADR 0039): they may have
+#: run, so the run waits with that mark kept, and the worker that takes it after a new
+#: approval answers them as possibly run, never runs them again.
+NOT_VERIFIED_BEGUN: Final = "state_not_verified_calls_begun"
+#: The reason a run waits again after a worker failed before it began anything of the run
+#: (its provider could not be made for it, ADR 0039): nothing of the run changed.
+NOT_STARTED: Final = "worker_could_not_start"
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
 # Any constant: the advisory lock that makes concurrent first opens migrate once.
@@ -174,6 +187,29 @@ def require_open(conn: Connection, run_id: str) -> str:
     return str(status)
 
 
+def holds(conn: Connection, run_id: str, attempt: int, *, lock: bool) -> bool:
+    """Whether the run is ``running`` in its take number ``attempt`` (the latest: every take
+    counts one more), locking its row with ``lock``."""
+    if not encodable(run_id):
+        return False
+    query = sa.select(runs.c.status, runs.c.attempts).where(runs.c.id == run_id)
+    row = conn.execute(query.with_for_update() if lock else query).first()
+    return row is not None and row[0] == RunStatus.RUNNING and row[1] == attempt
+
+
+def require_take(conn: Connection, run_id: str, attempt: int | None) -> None:
+    """With ``attempt``, lock the run row and raise :class:`TakenAwayError` unless the run
+    is ``running`` in that take (ADR 0039): a worker the queue gave up on writes nothing to a
+    run another worker holds. Without it, nothing."""
+    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
+        raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
+
+
+class TakenAwayError(AuditStoreError):
+    """A write in the name of a take that no longer holds its run (the queue handed the run
+    to another worker): refused, nothing written."""
+
+
 def _signed(run_id: str, state: str, decisions: str | None) -> tuple[bytes, ...]:
     return (
         run_id.encode("utf-8", "surrogatepass"),
@@ -188,8 +224,10 @@ def put_state(
     state: Any,
     *,
     decisions: dict[str, bool] | None = None,
+    applying: str | None = None,
 ) -> None:
-    """Write (or replace) the run's signed state row."""
+    """Write (or replace) the run's signed state row; ``applying`` is who began its approved
+    calls, kept when a run whose calls were begun is approved again (ADR 0039)."""
     try:
         text = encode_json_str(dict(state))
         chosen = None if decisions is None else encode_json_str(decisions)
@@ -205,7 +243,7 @@ def put_state(
         "digest": digest if type(digest) is str else None,
         "decisions": chosen,
         "mac": signature,
-        "applying": None,
+        "applying": applying,
     }
     stmt = pg_insert(states).values(run_id=run_id, **row)
     conn.execute(stmt.on_conflict_do_update(index_elements=[states.c.run_id], set_=row))
@@ -214,11 +252,13 @@ def put_state(
 @final
 @attrs.frozen
 class Found:
-    """A run's state row, checked: the state, the decisions stored with it, its digest."""
+    """A run's state row, checked: the state, the decisions stored with it, its digest, and
+    who began its approved calls (``None``: nobody did)."""
 
     state: dict[str, Any]
     decisions: dict[str, bool] | None
     digest: str | None
+    applying: str | None = None
 
 
 def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
@@ -268,7 +308,9 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     if not encodable(run_id):
         raise resume_refusal(run_id, None)
     row = conn.execute(
-        RUN_SELECT.add_columns(states.c.state, states.c.decisions, states.c.mac, states.c.digest)
+        RUN_SELECT.add_columns(
+            states.c.state, states.c.decisions, states.c.mac, states.c.digest, states.c.applying
+        )
         .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
@@ -282,11 +324,29 @@ def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     # Checked as a resume checks it before the caller commits anything (ADR 0036): a state
     # nobody can resume leaves the run waiting, its row kept.
     checked(found.state, run_id, found.digest if found.digest is not None else digest)
-    return found
+    return attrs.evolve(found, applying=row[19])
+
+
+def begun_refusal(run_id: str) -> str:
+    """Why a waiting run whose approved calls a lost worker had begun is not claimed here
+    (host words: the run id only)."""
+    return (
+        f"the approved calls of run {run_id[:80]!r} were begun by a worker that stopped, and "
+        "may have run: nothing was claimed and the run still waits; approve it for the workers "
+        "(runs approve --queue), which answer those calls as possibly run and never run them "
+        "again, or discard it"
+    )
 
 
 def end_suspension(conn: Connection, run_id: str, who: str) -> None:
-    """Claim the (locked, suspended) run for ``who``: ``running``, its state row deleted."""
+    """Claim the (locked, suspended) run for ``who``: ``running``, its state row deleted.
+
+    :class:`~nr_llm_core.errors.ApprovalError` (:func:`begun_refusal`), nothing changed, for
+    a run whose approved calls a lost worker had begun (ADR 0039): a claim here would run
+    them again; only a worker's take answers them as possibly run."""
+    begun = conn.execute(sa.select(states.c.applying).where(states.c.run_id == run_id)).scalar()
+    if begun is not None:
+        raise ApprovalError(begun_refusal(run_id))
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id, runs.c.status == RunStatus.SUSPENDED.value)
@@ -324,16 +384,23 @@ def discard(conn: Connection, run_id: str, who: str) -> None:
     conn.execute(sa.delete(states).where(states.c.run_id == run_id))
 
 
-def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) -> bool:
+def withdraw_approval(
+    conn: Connection, run_id: str, worker: str | None = None, attempt: int | None = None
+) -> bool:
     """Undo an approval for the workers before any approved call ran (ADR 0036): the run
     waits again on its state (the decisions dropped, the claim cleared). Only while the run
-    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker``,
-    ``running`` in that worker's hands with decisions nobody has begun (it cannot run them);
-    ``False`` when it is no longer so."""
+    is ``queued`` with the approver's decisions (no job carries it), or, with ``worker`` and
+    ``attempt``, ``running`` in that worker's take number ``attempt`` (its latest take: two
+    jobs of one worker process share its name) with decisions nobody has begun (it cannot
+    run them); ``False`` when it is no longer so. A queued run whose approved calls a lost
+    worker had begun (approved again after a give-back, ADR 0039) waits again as it was
+    before that approval: its row, with the mark and the decisions the calls were begun
+    under, is kept; a worker never withdraws such a run."""
     if not encodable(run_id):
         return False
     row = conn.execute(
         sa.select(
+            runs.c.attempts,
             runs.c.taken_by,
             runs.c.status,
             states.c.state,
@@ -346,15 +413,20 @@ def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) 
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[3] is None or row[6] is not None:
+    if row is None or row[4] is None:
         return False
-    taken_by, status = row[0], row[1]
+    attempts, taken_by, status, begun = row[0], row[1], row[2], row[7]
+    if begun is not None and worker is not None:
+        return False
     if worker is None and status != RunStatus.QUEUED:
         return False
-    if worker is not None and (status != RunStatus.RUNNING or taken_by != claimant_text(worker)):
+    if worker is not None and (
+        status != RunStatus.RUNNING or attempts != attempt or taken_by != claimant_text(worker)
+    ):
         return False
-    found = _checked(run_id, row[2], row[3], row[4], row[5])
-    put_state(conn, run_id, found.state)
+    found = _checked(run_id, row[3], row[4], row[5], row[6])
+    if begun is None:
+        put_state(conn, run_id, found.state)
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
@@ -371,16 +443,24 @@ def withdraw_approval(conn: Connection, run_id: str, worker: str | None = None) 
     return True
 
 
-def give_back(conn: Connection, run_id: str) -> bool:
+def give_back(conn: Connection, run_id: str, *, attempt: int | None = None) -> bool:
     """Hand a run a worker could not take back to the operator (ADR 0038): its state row
     failed this worker's checks (:data:`NOT_VERIFIED`), so the run waits again, unclaimed,
     its row kept as it is (this worker cannot sign another), with the reason recorded, where
     ``runs list`` and ``runs show`` say it and ``runs approve`` or ``runs discard`` act on it.
 
-    Only while nobody began its approved calls: ``queued``, or ``running`` again after its
-    worker was lost before it began them. ``False`` otherwise (a run whose approved calls may
-    have run must never wait for an approval that would run them again)."""
+    Only while the run is ``queued``, or ``running`` again after its worker was lost;
+    ``False`` otherwise. When a lost worker had begun its approved calls, they may have run:
+    the mark that says so stays on the row, the reason is :data:`NOT_VERIFIED_BEGUN`, and
+    nothing can claim the run to run them again (:func:`end_suspension`); a new approval
+    (:func:`put_state` keeps the mark and the decisions they were begun under) hands it to a
+    worker that answers them as possibly run (ADR 0039).
+
+    With ``attempt``, the run was taken (in that take) and the worker failed before it began
+    anything of it: only while that take is the run's latest, reason :data:`NOT_STARTED`."""
     if not encodable(run_id):
+        return False
+    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
         return False
     row = conn.execute(
         sa.select(runs.c.status, states.c.run_id, states.c.applying)
@@ -388,7 +468,7 @@ def give_back(conn: Connection, run_id: str) -> bool:
         .where(runs.c.id == run_id)
         .with_for_update(of=runs)
     ).first()
-    if row is None or row[1] is None or row[2] is not None:
+    if row is None or row[1] is None:
         return False
     if row[0] not in (RunStatus.QUEUED, RunStatus.RUNNING):
         return False
@@ -400,7 +480,13 @@ def give_back(conn: Connection, run_id: str) -> bool:
             claimed_by=None,
             claimed_at=None,
             taken_by=None,
-            termination_reason=NOT_VERIFIED,
+            termination_reason=(
+                NOT_STARTED
+                if attempt is not None
+                else NOT_VERIFIED
+                if row[2] is None
+                else NOT_VERIFIED_BEGUN
+            ),
         )
     )
     return True
@@ -464,6 +550,9 @@ def take(
     # Checked as a claim checks it (ADR 0036), before the run is handed over: a state this
     # worker cannot resume raises here, nothing committed, and the worker gives it back.
     checked(found.state, run_id, found.digest)
+    # And the decisions it would act on (ADR 0039): ones a later version wrote in a shape
+    # this one does not read are kept for a worker that can, never dropped or failed.
+    _readable_decisions(found, run_id)
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
@@ -492,6 +581,23 @@ def take(
         privacy_level=level_now,
         applying=row[8],
     )
+
+
+def _readable_decisions(found: Found, run_id: str) -> None:
+    """:class:`SuspendedStateError` in host words unless a worker can act on the decisions
+    stored with ``found``: none for a run queued to start, else a bool for pending call ids
+    only (what :func:`~nr_llm_core.approval.decisions_for` accepts)."""
+    pending = {c.get("id") for c in found.state.get("pending", ()) if type(c) is dict}
+    if found.decisions is None:
+        if pending:
+            raise SuspendedStateError(
+                unusable(run_id, "it has pending calls and no decisions this worker can act on")
+            )
+        return
+    if any(k not in pending or type(v) is not bool for k, v in found.decisions.items()):
+        raise SuspendedStateError(
+            unusable(run_id, "its decisions are not ones this worker can read")
+        )
 
 
 def mark_applying(conn: Connection, run_id: str, worker: str, attempt: int) -> bool:

@@ -99,6 +99,9 @@ class _TakenRun:
         self._taken = taken
         self._worker = worker
         self.claimed = False
+        #: Whether this take wrote anything of the run (a step, a settle, a suspension, the
+        #: approved calls begun): before that, a failure gives the run back (ADR 0039).
+        self.began = False
 
     def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
         # The run exists; of what the loop would store with a new one, only the trace context
@@ -119,14 +122,25 @@ class _TakenRun:
     def record_traceparent(self, run_id: str, traceparent: str) -> None:
         self._store.record_traceparent(run_id, traceparent)
 
+    # Every write is this take's: refused once the queue handed the run to another worker
+    # (ADR 0039), in the transaction that writes, so a paused worker that wakes writes nothing.
     def record_step(self, run_id: str, step: RunStep) -> bool:
-        return self._store.record_step(run_id, step)
+        self.began = True
+        return self._store.record_step(run_id, step, attempt=self._taken.attempt)
 
     def settle(self, run_id: str, status: str, **kwargs: Any) -> None:
-        self._store.settle(run_id, status, **kwargs)
+        self.began = True
+        self._store.settle(run_id, status, attempt=self._taken.attempt, **kwargs)
 
     def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
-        self._store.suspend(run_id, state)
+        self.began = True
+        self._store.suspend(run_id, state, attempt=self._taken.attempt)
+
+    def check_held(self, run_id: str) -> None:
+        """Raise :class:`_TakenAway` once this take is not the run's latest: the loop asks
+        before each tool call and each completion (ADR 0039)."""
+        if not self._store.holds(run_id, attempt=self._taken.attempt):
+            raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
 
     def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
         return self._taken.state if run_id == self._taken.run_id else None
@@ -138,7 +152,7 @@ class _TakenRun:
         # one is lost answers them as lost instead of running them again.
         if not self._store.mark_applying(run_id, worker=self._worker, attempt=self._taken.attempt):
             raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
-        self.claimed = True
+        self.claimed = self.began = True
         return self._taken.state
 
     def resume_refusal(self, run_id: str) -> Exception:
@@ -205,22 +219,48 @@ class RunExecutor:
         if taken is None:
             logger.info("worker: run %s is not queued; nothing to do", run_id)
             return "skipped"
+        persister = _TakenRun(self.store, taken, self.name)
         try:
-            return self._drive(taken)
+            return self._drive(taken, persister)
+        except _TakenAway:
+            # The queue handed the run to another worker while this one was paused: that
+            # one holds it now; this one stops at the step boundary where it noticed.
+            logger.warning(
+                "worker: run %s was taken from this worker (take %d); it stops here",
+                run_id,
+                taken.attempt,
+            )
+            return "skipped"
         except Exception as exc:
+            if not persister.began:
+                # Nothing of the run changed (its provider could not be made for it, say):
+                # it goes back to the operator as it was, never failed (ADR 0039).
+                log_exception(logger, "worker: run %s could not start here", run_id, exc=exc)
+                if self._handed_back(run_id, taken.attempt):
+                    return "given_back"
             log_exception(logger, "worker: run %s failed", run_id, exc=exc)
             try:
-                self.store.settle_failed(run_id, termination_reason="worker_error")
+                self.store.settle_failed(
+                    run_id, termination_reason="worker_error", attempt=taken.attempt
+                )
             except Exception as again:
                 log_exception(logger, "worker: could not settle run %s", run_id, exc=again)
             return "failed"
 
-    def _drive(self, taken: Taken) -> str:
+    def _handed_back(self, run_id: str, attempt: int) -> bool:
+        """Give back a run this take failed on before it began anything of it; whether it
+        was (not when the run was taken from this worker meanwhile)."""
+        try:
+            return self.store.give_back(run_id, attempt=attempt)
+        except Exception as exc:
+            log_exception(logger, "worker: could not give run %s back", run_id, exc=exc)
+            return False
+
+    def _drive(self, taken: Taken, persister: _TakenRun) -> str:
         state = SuspendedRunState.from_dict(taken.state)
         state.verify()
         provider = self.provider_for(state)
         zoned = _Zoned(provider, stricter_zone(taken.trust_zone, zone_of(provider)))
-        persister = _TakenRun(self.store, taken, self.name)
         loop = ToolLoop(
             zoned,
             self.host,
@@ -239,7 +279,7 @@ class RunExecutor:
                 # as an approval step would, which provider goes on when it is not the one
                 # the run was suspended with (ADR 0036).
                 answers, lost = _taken_over(state, taken.decisions)
-                self.store.record_step(
+                persister.record_step(
                     taken.run_id,
                     RunStep.resume(
                         round=state.iterations,
@@ -260,9 +300,9 @@ class RunExecutor:
                         allow_provider_change=True,
                     )
                 except _TakenAway:
-                    return "skipped"
+                    raise
                 except ApprovalError as exc:
-                    if persister.claimed or not self._give_back(taken.run_id, exc):
+                    if persister.claimed or not self._give_back(taken, exc):
                         raise
                     return "awaiting_approval"
         finally:
@@ -275,7 +315,8 @@ class RunExecutor:
         """The run's state failed this worker's checks (another host secret, altered,
         unreadable): nothing was taken. The run goes back to the operator, waiting with its
         reason recorded, instead of staying ``queued`` where no job will come (ADR 0038);
-        the job fails as before when the run cannot go back (its approved calls were begun)."""
+        one whose approved calls a lost worker had begun too, saying they may have run
+        (ADR 0039). The job fails only when the run is no longer one to give back."""
         if not self.store.give_back(run_id):
             raise refused
         # The refusal is host words (SuspendedStateError never quotes the state).
@@ -286,12 +327,14 @@ class RunExecutor:
         )
         return "given_back"
 
-    def _give_back(self, run_id: str, refused: ApprovalError) -> bool:
+    def _give_back(self, taken: Taken, refused: ApprovalError) -> bool:
         """A resume this worker refused before any approved call ran (an approved call's
         tool is not offered here, ADR 0029): the approval is given back and the run waits
         again on its state, for an approval where the tool is offered (ADR 0036). Whether it
-        was (not when the run was taken away meanwhile)."""
-        if not self.store.withdraw_approval(run_id, worker=self.name):
+        was (not when the run was taken away meanwhile: only this take, while it is still
+        the run's latest, may give it back)."""
+        run_id = taken.run_id
+        if not self.store.withdraw_approval(run_id, worker=self.name, attempt=taken.attempt):
             return False
         # The refusal is host words (host tool names); the operator reads it here.
         logger.warning(

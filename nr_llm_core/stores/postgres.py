@@ -82,6 +82,8 @@ _BUMP: Final = (
     )
     .returning(runs.c.last_seq, runs.c.status)
 )
+# The same, for a worker's take: only while the run's latest take is the writer's (ADR 0039).
+_BUMP_TAKE: Final = _BUMP.where(runs.c.attempts == sa.bindparam("attempt"))
 _INSERT_STEP: Final = sa.insert(events)
 
 
@@ -254,13 +256,15 @@ class PostgresStore(StoreBase):
             self._levels[run_id] = level
         return level
 
-    def record_step(self, run_id: str, step: RunStep) -> bool:
+    def record_step(self, run_id: str, step: RunStep, *, attempt: int | None = None) -> bool:
         """Filter, encode and store ``step``; return whether it was stored. Never raises.
 
         As :meth:`AgentRunPersister.record_step
         <nr_llm_core.audit.AgentRunPersister.record_step>`: ``False`` for an unknown or
         settled run or a step that cannot be filtered, encoded or written (logged with the
         exception type only); an ``approval`` step claims a suspended run that nobody claimed.
+        With ``attempt`` (a worker's take), ``False`` too once that take is not the run's
+        latest (ADR 0039).
         """
         try:
             level = self._level(run_id)
@@ -271,7 +275,11 @@ class PostgresStore(StoreBase):
             payload = encode_json_str(record)
             tin, tout = tokens(step.fields.get("usage")) if step.kind is StepKind.LLM else (0, 0)
             with self.engine.begin() as conn:
-                bumped = conn.execute(_BUMP, {"rid": run_id, "tin": tin, "tout": tout}).first()
+                params = {"rid": run_id, "tin": tin, "tout": tout}
+                if attempt is None:
+                    bumped = conn.execute(_BUMP, params).first()
+                else:
+                    bumped = conn.execute(_BUMP_TAKE, {**params, "attempt": attempt}).first()
                 if bumped is not None:
                     conn.execute(
                         _INSERT_STEP,
@@ -289,7 +297,11 @@ class PostgresStore(StoreBase):
                         # The decision is recorded: the run is running again, its state gone.
                         _st.end_suspension(conn, run_id, _st.claimant_text(None))
             if bumped is None:
-                logger.warning("audit: run %r is settled; step not recorded", run_id)
+                logger.warning(
+                    "audit: run %r is settled%s; step not recorded",
+                    run_id,
+                    "" if attempt is None else " or taken from this worker",
+                )
             return bumped is not None
         except Exception as exc:
             logger.warning(
@@ -306,9 +318,12 @@ class PostgresStore(StoreBase):
         iterations: int | None = None,
         truncated: bool | None = None,
         usage: Mapping[str, int] | None = None,
+        attempt: int | None = None,
     ) -> None:
         """Give a run its final ``status`` and delete any saved state; as
-        :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`."""
+        :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`. With
+        ``attempt`` (a worker's take), only while that take is the run's latest, else
+        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
         final_status = RunStatus(status)
         if not final_status.final:
             raise AuditStoreError(f"{final_status.value!r} is not a final status")
@@ -328,21 +343,25 @@ class PostgresStore(StoreBase):
             values["tokens_in"], values["tokens_out"] = tokens(usage)
         with self._write() as conn:
             _st.require_open(conn, run_id)
+            _st.require_take(conn, run_id, attempt)
             conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
             conn.execute(sa.delete(states).where(states.c.run_id == run_id))
         self._levels.pop(run_id, None)
 
     # -- suspension ----------------------------------------------------------------------------
 
-    def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
+    def suspend(self, run_id: str, state: Mapping[str, Any], *, attempt: int | None = None) -> None:
         """Store the state a suspended run resumes from and set it ``suspended``.
 
         Refused as by the SQLite store (artifacts, non-JSON). The state is a row of its own,
         signed with the host secret, which a shared store requires
-        (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends."""
+        (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends.
+        With ``attempt`` (a worker's take), only while that take is the run's latest, else
+        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
         refuse_artifacts(state)
         with self._write() as conn:
             _st.require_open(conn, run_id)
+            _st.require_take(conn, run_id, attempt)
             _st.put_state(conn, run_id, state)
             conn.execute(
                 sa.update(runs)
@@ -528,7 +547,16 @@ class PostgresStore(StoreBase):
             # Decisions a resume would refuse are refused here, before the commit, where the
             # approver reads the error (ADR 0036), not later in a worker.
             decisions_for(SuspendedRunState.from_dict(found.state), decisions)
-            _st.put_state(conn, run_id, found.state, decisions=dict(decisions))
+            # A run whose approved calls a lost worker had begun keeps the decisions they
+            # were begun under and the mark (ADR 0039): the worker that takes it answers
+            # them as possibly run (denied ones as denied), whatever is decided now.
+            _st.put_state(
+                conn,
+                run_id,
+                found.state,
+                decisions=dict(decisions) if found.applying is None else found.decisions,
+                applying=found.applying,
+            )
             at = now()
             conn.execute(
                 sa.update(runs)
@@ -541,21 +569,37 @@ class PostgresStore(StoreBase):
                 )
             )
 
-    def withdraw_approval(self, run_id: str, *, worker: str | None = None) -> bool:
+    def withdraw_approval(
+        self, run_id: str, *, worker: str | None = None, attempt: int | None = None
+    ) -> bool:
         """Undo :meth:`approve_queued` before any approved call ran: the run waits again on
         its state, unclaimed, the decisions dropped. Without ``worker``, when no worker can
-        be told of it (the queue refused the job); with it, when that worker, which took the
-        run, cannot run an approved call. ``False`` when the run is no longer so (ADR 0036)."""
+        be told of it (the queue refused the job); with ``worker`` and ``attempt`` (its take's
+        number, :attr:`Taken.attempt <nr_llm_core.stores._pg_states.Taken.attempt>`), when
+        that take, still the run's latest, cannot run an approved call. ``False`` when the
+        run is no longer so (ADR 0036, ADR 0039). ``TypeError`` for one without the other."""
+        if (worker is None) != (attempt is None):
+            # A name alone cannot tell two takes of one worker process apart.
+            raise TypeError("a worker's withdrawal names its take: worker= and attempt=")
         with self._write() as conn:
-            return _st.withdraw_approval(conn, run_id, worker)
+            return _st.withdraw_approval(conn, run_id, worker, attempt)
 
-    def give_back(self, run_id: str) -> bool:
+    def give_back(self, run_id: str, *, attempt: int | None = None) -> bool:
         """Hand a run this worker cannot take (its state fails this worker's checks: another
         host secret, altered, unreadable) back to the operator: it waits again, unclaimed,
-        its state row as it is, reason ``state_not_verified``; only while nobody began its
-        approved calls. Whether it was (ADR 0038)."""
+        its state row as it is, reason ``state_not_verified`` (ADR 0038), or
+        ``state_not_verified_calls_begun`` when a lost worker had begun its approved calls
+        (ADR 0039). With ``attempt``: the worker took it in that take, still the latest, and
+        failed before it began anything of it (reason ``worker_could_not_start``). Whether
+        it was."""
         with self._write() as conn:
-            return _st.give_back(conn, run_id)
+            return _st.give_back(conn, run_id, attempt=attempt)
+
+    def holds(self, run_id: str, *, attempt: int) -> bool:
+        """Whether the run is ``running`` in its take number ``attempt`` (the latest take:
+        the queue has not handed it to another worker since, ADR 0039)."""
+        with self._write() as conn:
+            return _st.holds(conn, run_id, attempt, lock=False)
 
     def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it

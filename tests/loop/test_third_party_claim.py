@@ -99,3 +99,43 @@ def test_a_claim_that_hands_over_the_turn_resumes() -> None:
     loop = ToolLoop(ScriptedProvider(APPEND_TURNS[1:]), append_host(), persister=store)
     result = loop.resume(run_id, approved=False)
     assert result.termination_reason is TerminationReason.COMPLETED
+
+
+CANARY = "LOADED-NOT-A-MAPPING-CANARY-51f"
+
+
+@pytest.mark.parametrize(
+    "loaded",
+    [[("digest", CANARY)], CANARY, 7],
+    ids=["list-of-pairs", "str", "int"],
+)
+@pytest.mark.parametrize("by", ["state", "run-id"])
+def test_a_load_that_hands_over_no_mapping_is_refused_in_host_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loaded: Any, by: str
+) -> None:
+    """The lax store's ``load_suspended`` hands over something that is not a mapping (a list,
+    a string, a number). ``resume`` (with the state, or with the run id) raises
+    :class:`ApprovalError` in host words that quote nothing of it, nothing is claimed, the
+    approved append never runs, and the run still waits on its state (before, a resume with
+    the state raised the interpreter's ``AttributeError`` on ``.get``)."""
+    log = tmp_path / "append.log"
+    monkeypatch.setenv(LOG_VAR, str(log))
+    store = LaxStore()
+    result = ToolLoop(ScriptedProvider(APPEND_TURNS), append_host(), persister=store).run("go")
+    assert result.suspended is not None
+    held = dict(store.state or {})
+
+    class Loading(LaxStore):
+        def load_suspended(self, run_id: str) -> Any:
+            return loaded
+
+    odd = Loading()
+    odd.status, odd.state = store.status, dict(held)
+    loop = ToolLoop(ScriptedProvider(APPEND_TURNS[1:]), append_host(), persister=odd)
+    with pytest.raises(ApprovalError) as refused:
+        loop.resume(result.suspended if by == "state" else result.run_id, approved=True)
+    text = str(refused.value)
+    assert "not a mapping" in text and "nothing ran" in text
+    assert CANARY not in text and type(loaded).__name__ not in text
+    assert not log.exists()
+    assert (odd.status, odd.state) == ("suspended", held)

@@ -16,6 +16,8 @@ and ``runs show`` say it, and be resumable once a fitting worker is there.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,58 @@ def test_an_approval_a_worker_gives_back_is_shown_to_the_operator(
         assert f.cli("runs", "approve", run_id, "--yes").returncode == 0
         wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "completed", "the full worker")
         assert _reason(pg_url, run_id)[1] == "completed"
+
+
+def test_a_run_whose_approved_calls_may_have_run_goes_back_saying_so_and_never_runs_them_again(
+    tmp_path: Path, site: Path, pg_url: str
+) -> None:
+    """Worker ``w1`` begins the approved ``block_approved`` call and is killed in it; the only
+    worker left has another host secret and is handed the run. Before, it could not put the
+    run back (an approval would run the call again): its job failed and the run stayed
+    ``running`` for ever. Now the run waits again, unclaimed, its state kept, with the reason
+    ``state_not_verified_calls_begun``, which ``runs list`` shows and ``runs show`` explains
+    (the calls may have run; a new approval has a worker answer them as possibly run). A
+    resume in this process is refused (it would run them again) and leaves the run waiting;
+    approved again for a worker with the secret, the call is not run again: the run completes
+    with the call answered as possibly run."""
+    from nr_llm_core.errors import ApprovalError
+
+    turns: list[Any] = [call("block_approved", "b1"), "done"]
+    with fleet(tmp_path, site, pg_url, turns) as f:
+        f.start_worker("w1")
+        run_id = enqueue_run(pg_url, "approve, then kill")
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "suspended", "the wait")
+        assert f.cli("runs", "approve", run_id, "--yes").returncode == 0
+        wait_for(lambda: any(t == "block_approved" for _, t, _ in f.lines()), "the call")
+        os.kill(f.workers["w1"].pid, signal.SIGKILL)
+        f.workers["w1"].wait(30)
+        f.start_worker("stranger", env={"NR_LLM_SECRET": OTHER_SECRET})
+        wait_for(
+            lambda: (
+                _reason(pg_url, run_id) == ("suspended", "state_not_verified_calls_begun", None)
+            ),
+            "the run handed back",
+            timeout=60,
+        )
+        assert "state_not_verified_calls_begun" in f.cli("runs", "list").stdout
+        shown = f.cli("runs", "show", run_id)
+        assert shown.returncode == 0, shown.stderr
+        assert "may have run" in shown.stdout and "never run them again" in shown.stdout
+        with open_store(pg_url) as store:
+            with pytest.raises(ApprovalError) as refused:
+                store.claim_suspended(run_id)
+            assert "may have run" in str(refused.value)
+            assert store.load_suspended(run_id) is not None
+        assert _reason(pg_url, run_id)[0] == "suspended"
+        f.workers["stranger"].terminate()
+        f.workers["stranger"].wait(60)
+        f.start_worker("right")
+        again = f.cli("runs", "approve", run_id, "--yes")
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        wait_for(lambda: statuses(pg_url, [run_id])[run_id] == "completed", "the right worker")
+        f.release.touch()
+        approved = [p for r, t, p in f.lines() if r == run_id and t == "block_approved"]
+        assert approved == [f.workers["w1"].pid]
+    with open_store(pg_url) as store:
+        (resume,) = [s["step"] for s in store.steps(run_id) if s["kind"] == "resume"]
+    assert resume["lost_calls"] == 1
