@@ -352,6 +352,22 @@ def test_table_rows_at_the_depth_limit() -> None:
     assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 1, rows))) == UNENCODABLE
 
 
+@pytest.mark.parametrize("keys", ["each its own", "the same"])
+def test_values_of_a_long_list_of_dicts_at_the_depth_limit(keys: str) -> None:
+    """A list of 32 dicts or more is read a column at a time (ADR 0027): the dicts' values
+    together, or records key by key. The values are one level deeper than their dicts there
+    too (mutation testing found the values' level could run backwards unseen). A list, a dict
+    and an empty list: three levels."""
+
+    def long_list() -> list[dict[str, Any]]:
+        if keys == "the same":
+            return [{"k": []} for _ in range(40)]
+        return [{f"k{i}": []} for i in range(40)]
+
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 3, long_list()))) != UNENCODABLE
+    assert bounded(forged_artifact(data_of_depth(DATA_LEVELS - 2, long_list()))) == UNENCODABLE
+
+
 def test_anything_unforeseen_in_the_walk_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     import nr_llm_core.bounding as bounding
 
