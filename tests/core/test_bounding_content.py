@@ -84,6 +84,25 @@ def test_one_gib_of_content_is_capped_without_copying_it(char: str) -> None:
     assert peak < 1 << 20  # a few copies of 50 KB, never the gigabyte
 
 
+class PlainSubclass(str):
+    pass
+
+
+def test_a_huge_str_subclass_content_is_capped_without_copying_it() -> None:
+    """A subclass is read through ``str`` (its methods never run), one character past the cap
+    and no more: reading it whole would copy all of it before the cap (mutation testing found
+    no test noticed a read without a limit)."""
+    huge = PlainSubclass("x" * (64 << 20))
+    tracemalloc.start()
+    try:
+        result = bound_result(forged_result(huge))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result is not None and result.content.endswith(TRUNCATION_MARKER)
+    assert peak < 1 << 20  # a few copies of 50 KB, never the 64 MiB
+
+
 class EvilStr(str):
     def __str__(self) -> str:
         raise AssertionError("__str__ override ran")
