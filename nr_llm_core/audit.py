@@ -445,6 +445,9 @@ class AgentRunPersister(StoreBase):
                 written = _suspension.set_suspended(
                     conn, self._states, run_id, data, state.get("digest")
                 )
+                counted = state.get("iterations")
+                if type(counted) is int and counted >= 0:  # the completions so far, shown
+                    conn.execute("UPDATE runs SET iterations = ? WHERE id = ?", (counted, run_id))
         except BaseException as exc:
             self._wipe(written)  # written, but the commit that would name it failed
             if isinstance(exc, OSError):

@@ -363,11 +363,15 @@ class PostgresStore(StoreBase):
             _st.require_open(conn, run_id)
             _st.require_take(conn, run_id, attempt)
             _st.put_state(conn, run_id, state)
-            conn.execute(
-                sa.update(runs)
-                .where(runs.c.id == run_id)
-                .values(status=RunStatus.SUSPENDED.value, taken_by=None, termination_reason=None)
-            )
+            values: dict[str, Any] = {
+                "status": RunStatus.SUSPENDED.value,
+                "taken_by": None,
+                "termination_reason": None,
+            }
+            counted = state.get("iterations")
+            if type(counted) is int and counted >= 0:  # the completions so far, shown
+                values["iterations"] = counted
+            conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
 
     def load_suspended(self, run_id: str) -> dict[str, Any] | None:
         """The state of a suspended run, or ``None`` when it is not waiting.
