@@ -216,6 +216,13 @@ def _must_be_loaded(host: ToolHost, name: str) -> None:
     if name in host.names():
         return
     shown = visible(name, keep_newlines=False)
+    refused = [e.reason for e in host.load_errors if e.entry_point == name]
+    if refused:  # installed, but refused when the tools were loaded (a clash, an import error)
+        raise click.ClickException(
+            f"no tool named {shown!r} is loaded: it was refused when the tools were loaded "
+            f"({visible(refused[0], keep_newlines=False)}); `nr-llm doctor` lists every load "
+            "error"
+        )
     near = near_names(name, host.names())
     raise click.ClickException(
         f"no tool named {shown!r} is loaded{near}: a tool is loaded from an entry point in "

@@ -144,4 +144,8 @@ def test_two_installed_distributions_claiming_one_name_are_both_refused(tmp_path
     refused = sorted(e[0] for e in out["errors"] if e[1] == "hello")
     assert refused == ["nr-llm-hello", "nr-llm-hello-clash"]
     ran = cli(tmp_path, "tools", "run", "hello", "--args", '{"name": "x"}')
-    assert ran.returncode == 1 and 'Error: unknown tool "hello"' in ran.stdout
+    assert ran.returncode == 1, ran.stderr
+    assert (
+        "Error: no tool named 'hello' is loaded: it was refused when the tools were loaded "
+        "(tool name 'hello' is claimed by more than one distribution"
+    ) in ran.stderr
