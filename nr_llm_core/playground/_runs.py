@@ -220,9 +220,17 @@ class RunManager:
             held = self._held.get(run_id)
         if held is None:
             raise self._refused(run_id, None)
-        if type(digest) is not str or not hmac.compare_digest(
-            digest.encode("utf-8", "replace"), held.state.digest.encode("ascii")
-        ):
+        whole = held.state.digest
+        if type(digest) is not str or not digest:
+            raise self._refused(
+                run_id, "the decision has no digest: send the digest the run shows", status=400
+            )
+        if len(digest) < len(whole) and whole.startswith(digest):
+            # A prefix binds the decision to less than the turn shown: never accepted.
+            raise self._refused(
+                run_id, "the digest is cut short: send the whole digest the run shows", status=400
+            )
+        if not hmac.compare_digest(digest.encode("utf-8", "replace"), whole.encode("ascii")):
             raise self._refused(run_id, "stale approval: the digest does not match", status=409)
         try:
             decisions_for(held.state, approved)  # type: ignore[arg-type]

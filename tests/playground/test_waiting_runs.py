@@ -321,3 +321,22 @@ def test_without_a_store_a_discard_is_remembered(tmp_path: Path) -> None:
             assert "was discarded by this playground" in refused.json()["error"]
     finally:
         server.stop()
+
+
+def test_a_missing_or_cut_digest_says_so_and_the_run_still_waits(
+    playground: dict[str, Any],
+) -> None:
+    """A decision without its digest, or with the digest cut short, is told what is wrong
+    with it (the operator pass got "stale approval" for both, as if the turn had changed);
+    nothing runs and the run still waits for the whole digest."""
+    client, db = playground["client"], playground["db"]
+    paused = pause(client)
+    run_id, digest = paused["run_id"], paused["digest"]
+    missing = client.post(f"/api/runs/{run_id}/resume", json={"approved": True})
+    assert missing.status_code == 400, missing.text
+    assert missing.json()["error"].startswith("the decision has no digest: send the digest")
+    cut = decide(client, run_id, digest[:8])
+    assert cut.status_code == 400, cut.text
+    assert cut.json()["error"].startswith("the digest is cut short: send the whole digest")
+    assert record(db, run_id)["status"] == "suspended"
+    assert decide(client, run_id, digest).status_code == 200
