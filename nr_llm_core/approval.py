@@ -31,12 +31,14 @@ from nr_llm_core.provider_record import ProviderRecord
 from nr_llm_core.providers.base import Usage
 
 __all__ = [
+    "STALE_DIGEST",
     "STATE_VERSION",
     "SuspendedRunState",
     "approver_view",
     "arguments_shown",
     "checked_stored_state",
     "decisions_for",
+    "digest_problem",
     "read_stored_state",
     "resigned",
 ]
@@ -218,6 +220,27 @@ def checked_stored_state(data: object, *, run_id: str, digest: str | None) -> Su
     if digest is not None and state.digest != digest:
         raise ApprovalError("it is not the turn the run waits on")
     return state
+
+
+#: What :func:`digest_problem` says of a digest that is not the pending turn's.
+STALE_DIGEST: Final = "stale approval: the digest does not match the pending turn"
+
+
+def digest_problem(given: object, digest: str) -> str | None:
+    """Why ``given``, the digest a decision names, is not ``digest`` (the turn the run waits
+    on), or ``None`` when it is: missing, cut short (a prefix binds a decision to less than
+    the turn that was shown, so it is never accepted), or :data:`STALE_DIGEST`. Compared in
+    constant time; the words quote nothing of ``given``."""
+    if type(given) is not str or not given:
+        return "the decision has no digest: give the whole digest the pending calls show"
+    if hmac.compare_digest(given.encode("utf-8", "surrogatepass"), digest.encode("ascii")):
+        return None
+    if len(given) < len(digest) and digest.startswith(given):
+        return (
+            "the digest is cut short: give the whole digest the pending calls show "
+            f"({len(digest)} characters)"
+        )
+    return STALE_DIGEST
 
 
 def arguments_shown(privacy_level: object) -> bool:

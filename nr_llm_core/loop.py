@@ -23,7 +23,7 @@ from typing import Any, Final, final
 import attrs
 
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.approval import STALE_DIGEST, SuspendedRunState, decisions_for, digest_problem
 from nr_llm_core.encoding import EncodeError, json_copy
 from nr_llm_core.errors import ApprovalError, ProviderError
 from nr_llm_core.exposure import ZoneConversation
@@ -93,6 +93,9 @@ class _Run:
     # only the records of the messages it adds.
     sent: tuple[ChatMessage, ...] = ()
     records: list[dict[str, Any]] = attrs.field(factory=list)
+    # Whether ending the run is still this loop's: no longer once it is suspended or settled
+    # here, so that an interrupt after that changes nothing (see ToolLoop._interrupted).
+    open_here: bool = True
 
 
 def _bounded(text: str) -> str:
@@ -239,15 +242,13 @@ class ToolLoop:
             if stored.get("digest") != state.digest:
                 raise ApprovalError("stale approval: the run's pending turn has changed")
         state.verify()
-        if digest is not None and digest != state.digest:
-            if digest and state.digest.startswith(digest):
-                # A prefix binds the decision to less than the turn shown: never accepted.
-                raise ApprovalError(
-                    f"the digest {digest[:80]!r} is cut short: give the whole digest the "
-                    f"pending calls show ({len(state.digest)} characters); nothing ran and the "
-                    "run still waits"
-                )
-            raise ApprovalError("stale approval: the digest does not match the pending turn")
+        problem = None if digest is None else digest_problem(digest, state.digest)
+        if problem is not None:
+            raise ApprovalError(
+                problem
+                if problem == STALE_DIGEST
+                else f"{problem}; nothing ran and the run still waits"
+            )
         decisions = decisions_for(state, approved)
         check_same_provider(state.provider, self.provider, allow_change=allow_provider_change)
         # Which provider the run was suspended with and which goes on, when they differ (the
@@ -282,13 +283,9 @@ class ToolLoop:
             whys = []
             for name in missing[:5]:
                 why = decided.get(name)
-                said = (
-                    "no tool of this name is loaded"
-                    if why is None
-                    else f"{why.reason} (fix: {why.fix})"
-                    if why.fix
-                    else why.reason
-                )
+                said = "no tool of this name is loaded" if why is None else why.reason
+                if why is not None and why.fix:
+                    said += f" (fix: {why.fix})"
                 whys.append(f'"{name[:80]}" is not offered here: {said}')
             raise ApprovalError(
                 f"an approved call's tool {'; '.join(whys)}; nothing ran and the run still "
@@ -485,8 +482,12 @@ class ToolLoop:
         )
         if self.persister is not None:
             try:
+                # Before the call: an interrupt landing after its commit must not cancel the
+                # waiting run (one landing before it leaves the run running, as before).
+                run.open_here = False
                 self.persister.suspend(run.run_id, state.to_dict())
             except Exception as exc:
+                run.open_here = True
                 log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
         return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
 
@@ -522,6 +523,7 @@ class ToolLoop:
     ) -> ToolLoopResult:
         if self.persister is not None:
             status = "failed" if reason is TerminationReason.FAILED else "completed"
+            run.open_here = False  # as for a suspension, before the call
             try:
                 self.persister.settle(
                     run.run_id,
@@ -532,6 +534,7 @@ class ToolLoop:
                     usage=run.usage.to_dict(),
                 )
             except Exception as exc:
+                run.open_here = True
                 log_exception(logger, "the persister could not settle run %s", run.run_id, exc=exc)
         return self._result(run, reason, content, truncated=truncated, error=error)
 
@@ -641,7 +644,7 @@ class ToolLoop:
         # the run ends here, `cancelled` for the reason `interrupted`. Left `running`, no
         # command could end it (approve, deny and discard take only a waiting run). Other
         # exceptions leave it as it is: a worker's run is handed over by its queue.
-        if self.persister is None:
+        if self.persister is None or not run.open_here:
             return
         try:
             self.persister.settle(

@@ -12,7 +12,6 @@ Events, in order: one ``context``, one ``step`` per step, then exactly one of ``
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import threading
 from collections import OrderedDict
@@ -24,7 +23,7 @@ import attrs
 
 from nr_llm_core._inert import known_type_phrase
 from nr_llm_core._logging import log_exception
-from nr_llm_core.approval import SuspendedRunState, decisions_for
+from nr_llm_core.approval import STALE_DIGEST, SuspendedRunState, decisions_for, digest_problem
 from nr_llm_core.audit import AuditStoreError, UnknownRunError, claimant
 from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, ConfigurationError
 from nr_llm_core.host import ToolHost
@@ -190,7 +189,10 @@ class RunManager:
         view = store_view(self.store.persister, run_id, None if held is None else held.state)
         if held is not None:
             with self._lock:
-                stale = not view["waiting"] or view["digest"] != held.state.digest
+                # Let go only on what the store says (gone, or another turn), never on a
+                # state it could not read this time (no digest): that may pass.
+                turn = view.get("digest")
+                stale = not view["waiting"] or (type(turn) is str and turn != held.state.digest)
                 if held.busy:
                     view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
                 elif stale and self._held.get(run_id) is held:
@@ -220,18 +222,9 @@ class RunManager:
             held = self._held.get(run_id)
         if held is None:
             raise self._refused(run_id, None)
-        whole = held.state.digest
-        if type(digest) is not str or not digest:
-            raise self._refused(
-                run_id, "the decision has no digest: send the digest the run shows", status=400
-            )
-        if len(digest) < len(whole) and whole.startswith(digest):
-            # A prefix binds the decision to less than the turn shown: never accepted.
-            raise self._refused(
-                run_id, "the digest is cut short: send the whole digest the run shows", status=400
-            )
-        if not hmac.compare_digest(digest.encode("utf-8", "replace"), whole.encode("ascii")):
-            raise self._refused(run_id, "stale approval: the digest does not match", status=409)
+        problem = digest_problem(digest, held.state.digest)
+        if problem is not None:  # a changed turn is a conflict; a bad digest, a bad request
+            raise self._refused(run_id, problem, status=409 if problem == STALE_DIGEST else 400)
         try:
             decisions_for(held.state, approved)  # type: ignore[arg-type]
         except (ApprovalError, TypeError) as exc:
@@ -260,6 +253,8 @@ class RunManager:
         the store (or, without one, this playground) does not know."""
         view = self._approval_or_none(run_id) if approval is None else approval
         if view is None:
+            if reason is not None and status is not None:  # the request's own fault, said so
+                return ResumeRefused(status, reason)
             return ResumeRefused(503, "the audit store could not be read; the run still waits")
         words = reason or (view["problem"] if view["waiting"] else view["reason"]) or _BUSY
         unknown = not view["waiting"] and view.get("status") is None
@@ -309,7 +304,8 @@ class RunManager:
             raise self._refused(run_id, refusal_words(exc)) from None
         except AuditStoreError as exc:
             log_exception(logger, "the audit store refused a discard", exc=exc)
-            raise ResumeRefused(503, f"the audit store refused the discard: {exc}"[:300]) from None
+            # Its words are the database's: logged, not sent.
+            raise ResumeRefused(503, "the audit store refused the discard") from None
         # A decision being applied here meanwhile is refused by the store's claim.
         self._let_go(run_id)
         return _discard_answer(run_id, f"run {run_id[:80]!r} was discarded", done=True)

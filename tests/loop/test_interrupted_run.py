@@ -58,3 +58,42 @@ def test_an_interrupted_resume_is_settled_cancelled(tmp_path: Path) -> None:
         assert writer.calls == [{"text": "x"}]  # the approved call ran, then the model hung
         run = store.get_run(waiting.run_id)
         assert (run["status"], run["termination_reason"]) == ("cancelled", "interrupted")
+
+
+class InterruptAfter:
+    """A store wrapper that raises ``KeyboardInterrupt`` right after ``method`` committed:
+    the signal arriving between the store's commit and the loop's return."""
+
+    def __init__(self, store: AgentRunPersister, method: str) -> None:
+        self._store, self._method = store, method
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._store, name)
+        if name != self._method:
+            return real
+
+        def then_interrupted(*args: Any, **kwargs: Any) -> Any:
+            real(*args, **kwargs)
+            raise KeyboardInterrupt
+
+        return then_interrupted
+
+
+@pytest.mark.parametrize(("method", "status"), [("suspend", "suspended"), ("settle", "completed")])
+def test_an_interrupt_after_the_run_ended_here_changes_nothing(
+    tmp_path: Path, method: str, status: str
+) -> None:
+    """Interrupted once the run is no longer this process's to end: a suspension already
+    committed keeps the run waiting with its state (it was cancelled, its state deleted);
+    a settled run keeps its status."""
+    with AgentRunPersister(tmp_path / "audit.db") as store:
+        ask = {"tool_calls": [{"name": "write_note", "arguments": {"text": "x"}}]}
+        script = [ask] if method == "suspend" else ["Done."]
+        wrapped = InterruptAfter(store, method)
+        loop = ToolLoop(ScriptedProvider(script), make_host(Writer()), persister=wrapped)  # type: ignore[arg-type]
+        with pytest.raises(KeyboardInterrupt):
+            loop.run([ChatMessage.user("write x")])
+        (run,) = store.list_runs()
+        assert run["status"] == status
+        if method == "suspend":
+            assert store.load_suspended(run["id"]) is not None

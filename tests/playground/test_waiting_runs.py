@@ -334,9 +334,9 @@ def test_a_missing_or_cut_digest_says_so_and_the_run_still_waits(
     run_id, digest = paused["run_id"], paused["digest"]
     missing = client.post(f"/api/runs/{run_id}/resume", json={"approved": True})
     assert missing.status_code == 400, missing.text
-    assert missing.json()["error"].startswith("the decision has no digest: send the digest")
+    assert missing.json()["error"].startswith("the decision has no digest: give the whole digest")
     cut = decide(client, run_id, digest[:8])
     assert cut.status_code == 400, cut.text
-    assert cut.json()["error"].startswith("the digest is cut short: send the whole digest")
+    assert cut.json()["error"].startswith("the digest is cut short: give the whole digest")
     assert record(db, run_id)["status"] == "suspended"
     assert decide(client, run_id, digest).status_code == 200
