@@ -197,9 +197,12 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         # it ("password=Tr0ub4dor&3" must not leave "&3" behind).
         rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[{_Q}]?"
         # A value that starts with a quote is read whole by nr_llm_core/_quoted_values.py; a
-        # quote that a space or an operator follows ends a string in code ("token: " + t).
+        # quote that a space, a closing mark with nothing after it, an operator and a space,
+        # or a method call follows ends a string in code ("token: " + t, f("token:"),
+        # "token=".join(...)). A value may start with those marks: ".Xk3", ")s3cr3t".
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})"
-        rf"(?:(?P<open>[{_Q}])(?![\s+,;)\]}}%.])"
+        rf"(?:(?P<open>[{_Q}])"
+        rf"(?!\s|[,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
         rf"|(?P<quote>`)?(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*)))",
         check.credential,
         quoted=check.quoted_credential,
@@ -230,6 +233,12 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             'export TOKEN="⟦abc\\"def⟧"',
             'DB_PASSWORD="⟦correct horse battery staple⟧"\nDB_USER=app',
             "{'password': '⟦it\\'s⟧', 'user': 'ann'}",
+            # A value may start with what ends a string in code, when more of it follows
+            # (ADR 0040's reading lost these: found in review).
+            'PASSWORD="⟦.Xk3hunter9⟧"',
+            "password: '⟦%hunter2x⟧'",
+            "password: '⟦+s3cretPW⟧'",
+            "password: '⟦)s3cr3t⟧'",
         ),
         negative=(
             "def login(token: str) -> None:",

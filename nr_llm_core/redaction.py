@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 from nr_llm_core._decoded_view import DecodedView
@@ -135,7 +136,7 @@ def _mask_encoded(text: str) -> str:
 
 _MEMBER_MASK: Final = mask("credential-value")
 # Numbers: a card number has 13 to 19 digits; a longer run is judged by the catalogue where it
-# stands. Names up to this long have their answer kept (a thousand of them at most).
+# stands. Names up to this long have their answer kept while one text is masked.
 _CACHED_NAME_MAX: Final = 128
 _CARD_MIN: Final = 13
 _CARD_MAX: Final = 19
@@ -145,16 +146,19 @@ _ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 
 
 def _is_credential_member(name: str) -> bool:
-    # A credential name of the catalogue's shape or of the structured-value walk. JSON text
-    # repeats its names (an array of records): a short name's answer is kept.
-    if len(name) > _CACHED_NAME_MAX:
-        return is_credential_name(name) or is_sensitive_key(name)
-    return _is_short_credential_member(name)
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_short_credential_member(name: str) -> bool:
+    # A credential name of the catalogue's shape or of the structured-value walk.
     return is_credential_name(name) or is_sensitive_key(name)
+
+
+def _member_judge() -> Callable[[str], bool]:
+    # JSON text repeats its names (an array of records): a short name's answer is kept for
+    # one text only, so that no name (a token used as a key) outlives its masking in memory.
+    short = functools.lru_cache(maxsize=1024)(_is_credential_member)
+
+    def judge(name: str) -> bool:
+        return _is_credential_member(name) if len(name) > _CACHED_NAME_MAX else short(name)
+
+    return judge
 
 
 def _member_mask(name: str | None, value: str, quoted: bool, credential: bool) -> str | None:
@@ -183,7 +187,7 @@ def _member_mask(name: str | None, value: str, quoted: bool, credential: bool) -
 
 
 def _mask_json_members(text: str) -> str:
-    return mask_members(text, _is_credential_member, _member_mask)
+    return mask_members(text, _member_judge(), _member_mask)
 
 
 def _mask_secrets(text: str) -> str:

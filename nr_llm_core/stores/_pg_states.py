@@ -436,8 +436,11 @@ def withdraw_approval(
             claimed_at=None,
             taken_by=None,
             # The approver was told "queued": the run says why it waits again (ADR 0038).
-            # A refused enqueue is said to the approver itself, in the command's error.
-            termination_reason=None if worker is None else GIVEN_BACK,
+            # A refused enqueue is said to the approver itself, in the command's error; a run
+            # whose calls were begun keeps saying that they may have run (ADR 0039).
+            termination_reason=(
+                GIVEN_BACK if worker is not None else NOT_VERIFIED_BEGUN if begun else None
+            ),
         )
     )
     return True

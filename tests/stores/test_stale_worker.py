@@ -148,6 +148,8 @@ def test_a_begun_run_approved_again_but_not_queued_waits_again_with_its_mark(
         assert store.withdraw_approval(run_id)  # type: ignore[attr-defined]
         record = store.get_run(run_id)
         assert record is not None and record["status"] == "suspended"
+        # It still says that the calls may have run (`runs list`, `runs show`).
+        assert record["termination_reason"] == "state_not_verified_calls_begun"
         assert (
             execute(
                 pg_store_url, "SELECT decisions, applying FROM states WHERE run_id = :r", r=run_id
