@@ -254,27 +254,35 @@ def test_a_second_store_connection_decides_first(playground: dict[str, Any]) -> 
     assert log_lines(playground["log"]) == []
 
 
-@pytest.mark.parametrize("attempt", range(2))
-def test_discard_racing_a_cli_approval_runs_the_call_at_most_once(
-    playground: dict[str, Any], site: Path, tmp_path: Path, attempt: int
+@pytest.mark.parametrize("first", ["playground", "cli"])
+def test_a_discard_and_a_cli_approval_one_wins_the_call_runs_at_most_once(
+    playground: dict[str, Any], site: Path, tmp_path: Path, first: str
 ) -> None:
-    """``nr-llm runs approve`` in another process and the playground's discard at the same
-    time: exactly one wins. A discard that wins leaves no line in the log and the command
-    names the playground; one that loses is refused naming the command line."""
+    """``nr-llm runs approve`` in another process and the playground's discard, each one
+    first in turn (a real race is left to the store's claim, tested on its own: the CLI
+    starts far slower than a discard, so racing them here would test one order only). The
+    discard that comes first leaves no line in the log and the command names the
+    playground; the one that comes second is refused naming the command line."""
     client, db, log = playground["client"], playground["db"], playground["log"]
     paused = pause(client)
     run_id = paused["run_id"]
     script = write_script(tmp_path / "script.json")
-    proc = start_cli(approve_args(run_id, paused["digest"], db, script), env_for(site, log))
-    answer = discard(client, run_id)
-    out, err = proc.communicate(timeout=180)
-    cli_won = proc.returncode == 0
-    assert cli_won != (answer.status_code == 200), (answer.text, out, err)
+    args, env = approve_args(run_id, paused["digest"], db, script), env_for(site, log)
+    if first == "playground":
+        answer = discard(client, run_id)
+        proc = start_cli(args, env)
+        out, err = proc.communicate(timeout=180)
+    else:
+        proc = start_cli(args, env)
+        out, err = proc.communicate(timeout=180)
+        answer = discard(client, run_id)
     stored = record(db, run_id)
-    if cli_won:
-        assert "already resumed by cli on" in answer.json()["error"]
+    if first == "cli":
+        assert proc.returncode == 0, (out, err)
+        assert answer.status_code != 200 and "already resumed by cli on" in answer.json()["error"]
         assert len(log_lines(log)) == 1 and stored["status"] == "completed"
     else:
+        assert proc.returncode != 0 and answer.status_code == 200, (answer.text, out, err)
         assert answer.json()["discarded"] is True
         assert "was discarded by playground on" in err
         assert log_lines(log) == [] and stored["termination_reason"] == "discarded"
