@@ -17,14 +17,11 @@ from nr_llm_core import ScriptedProvider, SuspendedRunState, ToolLoop
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli._output import visible
 from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 from nr_llm_core.playground._waiting import NOT_HELD
 
 from ..store.test_claim_checks import CANARY, rewrite_state, stored_state, unsigned
-from ._fixtures import make_host
-from .test_browser import TIMEOUT_MS, Watch, _shot, browser
-
-__all__ = ["browser"]  # the module's browser fixture, shared
+from ._browser import shot as _shot
+from ._fixtures import make_host, start_server
 
 HOSTILE_TOOL = "<img src=x onerror=window.__pwned=21>\u202eevil"
 HOSTILE_CLAIMANT = "<img src=x onerror=window.__pwned=22>\x1b[31m\u202eclaimant"
@@ -48,26 +45,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(db: Path) -> Iterator[PlaygroundServer]:
-    store = open_store(db)
-    srv = PlaygroundServer(
-        make_host(), providers={"moving": lambda: ScriptedProvider(TURNS)}, store=store
-    ).start()
+    srv = start_server(db, providers={"moving": lambda: ScriptedProvider(TURNS)})
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page(browser: Any, server: PlaygroundServer) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-    page.on("dialog", lambda d: (watch.dialogs.append(d.message), d.dismiss()))
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    context.close()
 
 
 def _pause(page: Any, server: PlaygroundServer) -> str:
