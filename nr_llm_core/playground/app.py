@@ -21,6 +21,7 @@ from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import MAX_ITERATIONS_CAP
 from nr_llm_core.offers import DATA_CLASS_NOTE
+from nr_llm_core.playground._approved import NOT_CONFIRMED, RunnerRefused, recorded_call
 from nr_llm_core.playground._guard import Receive, Scope, Send, TokenGuard
 from nr_llm_core.playground._runs import ProviderFactory, ResumeRefused, RunManager, RunRequest
 from nr_llm_core.playground._store import (
@@ -207,18 +208,27 @@ def create_app(
         except _BadRequest as exc:
             return _error(400, str(exc))
         name = request.path_params["name"]
-        # Picking the tool and pressing "Approve and run" is the approval; a request without
-        # it does not run a tool that requires one.
-        needs_approval = name in host.names() and host.spec(name).requires_approval
-        if needs_approval and body.get("approved") is not True:
-            return _error(409, "this tool requires approval: send approved=true to run it")
         level = level_for(store, body.get("privacy"))
+        arguments = body.get("arguments", {})
         loop = asyncio.get_running_loop()
+        if name in host.names() and host.spec(name).requires_approval:
+            # The operator's explicit confirmation is the approval, and the call is recorded
+            # as a run of its own, or not run at all (ADR 0044).
+            if body.get("approved") is not True:
+                return _error(409, NOT_CONFIRMED)
+            try:
+                recorded = await loop.run_in_executor(
+                    manager.executor,
+                    lambda: recorded_call(
+                        store, host, name, arguments, level=level, timeout=tool_timeout
+                    ),
+                )
+            except RunnerRefused as exc:
+                return _error(exc.status, exc.reason)
+            return _json(recorded)
         result = await loop.run_in_executor(
             manager.executor,
-            lambda: invoke_tool(
-                host, name, body.get("arguments", {}), level=level, timeout=tool_timeout
-            ),
+            lambda: invoke_tool(host, name, arguments, level=level, timeout=tool_timeout),
         )
         return _json(result)
 

@@ -144,10 +144,13 @@ def test_the_example_arguments_come_from_the_schema(page: Any, server: Playgroun
 def test_a_tool_that_requires_approval_runs_on_approve_and_run(
     page: Any, server: PlaygroundServer
 ) -> None:
+    """The button "Approve and run" asks first; "Yes, run it" runs it (and records it, ADR 0044: see
+    test_runner_approval.py)."""
     _open(page, server, "tools")
     page.click("button[data-tool=transfer]")
     assert page.inner_text("#tool-run") == "Approve and run"
     page.click("#tool-run")
+    page.click("#tool-confirm .confirm-run")
     page.click("#tool-output button[data-tab=Content]")
     assert page.locator("#tool-output .tab-panel pre").inner_text() == "transferred"
     page.click("button[data-tool=echo]")

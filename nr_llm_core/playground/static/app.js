@@ -90,6 +90,7 @@
     const run = document.getElementById("tool-run");
     run.textContent = tool.requires_approval ? "Approve and run" : "Run tool";
     run.disabled = false;
+    document.getElementById("tool-confirm").hidden = true;
     clear(document.getElementById("tool-output"));
   }
 
@@ -119,13 +120,31 @@
     }
   }
 
-  async function runTool() {
+  // A tool that requires approval asks first, in the page: the second click is the approval,
+  // and the server records the call as a run of its own (ADR 0044).
+  function askOrRunTool() {
+    if (!state.tool.requires_approval) {
+      runTool(false);
+      return;
+    }
+    document.getElementById("tool-confirm").hidden = false;
+    document.getElementById("tool-run").disabled = true;
+  }
+
+  function closeConfirm() {
+    document.getElementById("tool-confirm").hidden = true;
+    document.getElementById("tool-run").disabled = false;
+  }
+
+  async function runTool(approved) {
+    document.getElementById("tool-confirm").hidden = true;
     const output = clear(document.getElementById("tool-output"));
     let args;
     try {
       args = JSON.parse(document.getElementById("tool-args").value);
     } catch (error) {
       output.appendChild(el("p", "banner error", "The arguments are not valid JSON."));
+      document.getElementById("tool-run").disabled = false;
       return;
     }
     const button = document.getElementById("tool-run");
@@ -136,10 +155,16 @@
         "/invoke", {
         arguments: args,
         privacy: document.getElementById("tool-privacy").value,
-        approved: state.tool.requires_approval,
+        approved,
       });
       clear(output);
       output.dataset.state = result.is_error ? "error" : "ok";
+      if (typeof result.run_id === "string") {
+        const recorded = el("p", "banner warn recorded",
+          "Approved by you and recorded as run " + result.run_id + ".");
+        recorded.dataset.run = result.run_id;
+        output.appendChild(recorded);
+      }
       output.appendChild(tabs([
         { name: "Content", render: (p) => p.appendChild(
           el("pre", result.is_error ? "text error" : "text", result.content)) },
@@ -677,7 +702,11 @@
         show(b.dataset.view);
       });
     });
-    document.getElementById("tool-run").addEventListener("click", runTool);
+    document.getElementById("tool-run").addEventListener("click", askOrRunTool);
+    document.querySelector("#tool-confirm .confirm-run").addEventListener("click",
+      () => runTool(true));
+    document.querySelector("#tool-confirm .confirm-cancel").addEventListener("click",
+      closeConfirm);
     document.getElementById("agent-run").addEventListener("click", startRun);
     document.getElementById("runs-refresh").addEventListener("click", loadRuns);
     try {
