@@ -150,8 +150,8 @@ def test_a_refused_decision_keeps_the_run_and_discard_ends_it_after_confirming(
     _inert(page)
 
 
-def _hostile_waiting_run(db: Path) -> None:
-    """A run with a hostile id waiting in the store, paused by another process (so this
+def hostile_waiting_run(db: Path, run_id: str = HOSTILE_RUN) -> None:
+    """A run ``run_id`` waiting in the store, paused by another process (so this
     playground does not hold its provider): a real pause, its state re-made for the id."""
     with AgentRunPersister(db) as store:
         paused = ToolLoop(ScriptedProvider(TURNS), make_host(), persister=store).run("go")
@@ -159,9 +159,9 @@ def _hostile_waiting_run(db: Path) -> None:
         store.discard(paused.run_id)
         fields = attrs.asdict(paused.suspended, recurse=False)
         fields.pop("digest")
-        state = SuspendedRunState.create(**{**fields, "run_id": HOSTILE_RUN})
-        store.begin(HOSTILE_RUN, privacy="full")
-        store.suspend(HOSTILE_RUN, state.to_dict())
+        state = SuspendedRunState.create(**{**fields, "run_id": run_id})
+        store.begin(run_id, privacy="full")
+        store.suspend(run_id, state.to_dict())
 
 
 def test_a_hostile_run_id_waiting_in_the_store_is_discarded_from_the_runs_view(
@@ -170,7 +170,7 @@ def test_a_hostile_run_id_waiting_in_the_store_is_discarded_from_the_runs_view(
     """A run this playground did not pause, with an id full of markup (a quote, a script end
     tag, a "/", a bidi override): the Runs view shows its pending calls and why it cannot be
     decided here, and discards it after the confirmation; the id is text throughout."""
-    _hostile_waiting_run(db)
+    hostile_waiting_run(db)
     page.goto(f"{server.url}#runs")
     page.wait_for_selector("body[data-ready=true]")
     page.locator("#runs-table tbody tr").first.wait_for()

@@ -54,6 +54,16 @@
     if (buffer.trim()) onEvent(JSON.parse(buffer));
   }
 
+  // The one place a run's URL is built. The id goes as its UTF-8 bytes in base64url (the
+  // server's run_ref): any id the store lists, control characters included, which no URL path
+  // may carry even percent-encoded, addresses exactly its run.
+  function runPath(runId, action) {
+    let binary = "";
+    for (const byte of new TextEncoder().encode(runId)) binary += String.fromCharCode(byte);
+    const ref = btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return "/api/run/" + ref + (action ? "/" + action : "");
+  }
+
   // -- shared state ----------------------------------------------------------------------------
 
   const state = { config: null, groups: [], loadErrors: [], tool: null, dataClassNote: "" };
@@ -414,7 +424,7 @@
         }
         button.addEventListener("click", () => {
           row.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
-          streamRun("/api/runs/" + encodeURIComponent(view.run_id) + "/resume",
+          streamRun(runPath(view.run_id, "resume"),
             { digest: view.digest, approved });
         });
         buttons.push(button);
@@ -449,7 +459,7 @@
       box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
       let response;
       try {
-        response = await request("/api/runs/" + encodeURIComponent(view.run_id) + "/discard", {});
+        response = await request(runPath(view.run_id, "discard"), {});
       } catch (error) {
         // Not sent, or no answer: the run may still wait; shown again as it was.
         renderApproval(box, view, { refusal: "the request failed: " + error.message, decide,
@@ -583,7 +593,7 @@
     const box = clear(document.getElementById("run-detail"));
     box.hidden = false;
     try {
-      const detail = await getJSON("/api/runs/" + encodeURIComponent(runId));
+      const detail = await getJSON(runPath(runId));
       box.appendChild(el("h2", null, "Run " + runId));
       if (note) box.appendChild(el("p", "banner warn gone", note));
       const meta = detail.run.meta || {};
