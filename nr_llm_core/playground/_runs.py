@@ -194,7 +194,11 @@ class RunManager:
                 turn = view.get("digest")
                 stale = not view["waiting"] or (type(turn) is str and turn != held.state.digest)
                 if held.busy:
-                    view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
+                    # A decision is being applied here: a run still waiting is not decidable
+                    # meanwhile; one the store says is gone (that decision claimed it) is
+                    # shown gone, and let go by the decision itself when it ends.
+                    if view["waiting"]:
+                        view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
                 elif stale and self._held.get(run_id) is held:
                     del self._held[run_id]
         return view
