@@ -302,7 +302,8 @@ def create_app(
         detail = store.run(run_id)
         if detail is not None and detail["run"]["status"] == "suspended":
             try:
-                detail["approval"] = manager.approval(run_id)
+                # The record just read: one read of the run per request.
+                detail["approval"] = manager.approval(run_id, detail["run"])
             except AuditStoreError:
                 detail["approval"] = None
         return detail
