@@ -172,13 +172,14 @@ class RunManager:
 
     # -- what waits, and deciding it -------------------------------------------------------------
 
-    def approval(self, run_id: str) -> Event:
+    def approval(self, run_id: str, record: Mapping[str, Any] | None = None) -> Event:
         """What is known now of ``run_id`` waiting for approval: with a store, what the store
         says (its pending calls as stored, why a decision would be refused here, or that it is
         gone and who ended it), reconciled with the runs this playground holds (one the store
         says is gone, or waits on another turn, is let go); without a store, this memory.
-        Blocking (it reads the store); raises :class:`AuditStoreError` when the store cannot
-        be read."""
+        ``record`` is the run's record when the caller has just read it (it is not read
+        again). Blocking (it reads the store); raises :class:`AuditStoreError` when the store
+        cannot be read."""
         with self._lock:
             held = self._held.get(run_id)
         if self.store is None:
@@ -186,7 +187,8 @@ class RunManager:
                 reason = self._discarded.get(run_id, "this run is not waiting for approval")
                 return gone_view(run_id, reason)
             return self._memory_view(held)
-        view = store_view(self.store.persister, run_id, None if held is None else held.state)
+        state = None if held is None else held.state
+        view = store_view(self.store.persister, run_id, state, record)
         if held is not None:
             with self._lock:
                 # Let go only on what the store says (gone, or another turn), never on a
@@ -194,7 +196,11 @@ class RunManager:
                 turn = view.get("digest")
                 stale = not view["waiting"] or (type(turn) is str and turn != held.state.digest)
                 if held.busy:
-                    view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
+                    # A decision is being applied here: a run still waiting is not decidable
+                    # meanwhile; one the store says is gone (that decision claimed it) is
+                    # shown gone, and let go by the decision itself when it ends.
+                    if view["waiting"]:
+                        view = {**view, "decidable": False, "problem": view["problem"] or _BUSY}
                 elif stale and self._held.get(run_id) is held:
                     del self._held[run_id]
         return view

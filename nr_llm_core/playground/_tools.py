@@ -14,10 +14,18 @@ from nr_llm_core.host import ToolHost
 from nr_llm_core.offers import OfferDecision, offer_decisions, trust_zone, zones_for
 from nr_llm_core.playground._store import persisted_record
 from nr_llm_core.providers.base import TrustZone
-from nr_llm_core.results import ToolSpec
+from nr_llm_core.results import ToolResult, ToolSpec
 from nr_llm_core.trace import RunStep, ToolInvocation
 
-__all__ = ["UNGROUPED", "example_arguments", "grouped_tools", "invoke_tool", "provider_zones"]
+__all__ = [
+    "UNGROUPED",
+    "call_tool",
+    "example_arguments",
+    "grouped_tools",
+    "invoke_tool",
+    "provider_zones",
+    "shown_call",
+]
 
 #: The group name shown for tools that declare none.
 UNGROUPED: Final = "other"
@@ -120,12 +128,11 @@ def provider_zones(providers: Mapping[str, Callable[[], object]]) -> dict[str, T
     return zones
 
 
-def invoke_tool(
-    host: ToolHost, name: str, arguments: Any, *, level: str, timeout: float | None
-) -> dict[str, Any]:
-    """Run one call through :meth:`ToolHost.invoke_traced` (enabled tools only) and return the
-    content the model would receive, the artifacts, and the step as the audit store would
-    keep it at ``level``."""
+def call_tool(
+    host: ToolHost, name: str, arguments: Any, *, timeout: float | None
+) -> tuple[ToolResult, RunStep]:
+    """Run one call through :meth:`ToolHost.invoke_traced` (enabled tools only): its bounded
+    result and its step, as a run records a tool call (round 0, no call id)."""
     try:
         given = json_copy(arguments)  # the tool's own: what it writes there is not recorded
     except EncodeError:  # not from a JSON body; invoke() answers it as invalid arguments
@@ -136,13 +143,29 @@ def invoke_tool(
     invocation = ToolInvocation(
         name=name, arguments=arguments, result=result, call_id=None, failure=failure
     )
-    step = RunStep.tool(round=0, duration_ms=elapsed, invocation=invocation).to_dict()
+    return result, RunStep.tool(round=0, duration_ms=elapsed, invocation=invocation)
+
+
+def shown_call(name: str, result: ToolResult, step: RunStep, *, level: str) -> dict[str, Any]:
+    """What the tool runner shows of a call: the content the model would receive, the
+    artifacts, and the step as the audit store keeps it at ``level``."""
+    record = step.to_dict()
     return {
         "tool": name,
         "content": result.content,
         "is_error": result.is_error,
         "artifacts": [a.to_dict() for a in result.artifacts],
-        "duration_ms": step["duration_ms"],
+        "duration_ms": record["duration_ms"],
         "privacy": level,
-        "persisted": persisted_record(step, level),
+        "persisted": persisted_record(record, level),
     }
+
+
+def invoke_tool(
+    host: ToolHost, name: str, arguments: Any, *, level: str, timeout: float | None
+) -> dict[str, Any]:
+    """One unrecorded call (:func:`call_tool`), as the tool runner shows it
+    (:func:`shown_call`). Only for a tool that needs no approval: one that does is run by
+    :func:`~nr_llm_core.playground._approved.recorded_call`, which records it."""
+    result, step = call_tool(host, name, arguments, timeout=timeout)
+    return shown_call(name, result, step, level=level)

@@ -4,17 +4,18 @@ The store is the truth about whether a run waits (ADR 0037): the playground hold
 run's provider in memory to go on with it, but what it shows of the run (its pending calls,
 why a decision would be refused, or that it is gone and who ended it) is read here, from the
 store. Every reason is host words: a claim's who and when, a state's fault as the store's own
-check words it (:func:`~nr_llm_core.approval.checked_stored_state`), never a byte of the state.
+check words it (:func:`~nr_llm_core._audit_suspension.checked`), never a byte of the state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
-from nr_llm_core._audit_suspension import lost, unusable
-from nr_llm_core.approval import SuspendedRunState, approver_view, checked_stored_state
+from nr_llm_core._audit_suspension import checked, lost, unusable
+from nr_llm_core.approval import SuspendedRunState, approver_view, read_stored_state
 from nr_llm_core.audit import AuditStoreError, SuspendedStateError
-from nr_llm_core.errors import ApprovalError, ConfigurationError, ProviderChangedError
+from nr_llm_core.errors import ApprovalError, ProviderChangedError
 from nr_llm_core.privacy import approver_level
 from nr_llm_core.stores import AuditStore
 
@@ -99,14 +100,21 @@ def _unreadable(run_id: str, privacy: object, problem: str) -> dict[str, Any]:
     }
 
 
-def store_view(store: AuditStore, run_id: str, held: SuspendedRunState | None) -> dict[str, Any]:
+def store_view(
+    store: AuditStore,
+    run_id: str,
+    held: SuspendedRunState | None,
+    record: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """What ``store`` says of ``run_id``: gone (:func:`gone_view`), or waiting with its
     pending calls as stored (:func:`held_view`) when its state passes the checks a claim
     makes. ``held`` is the state this playground holds the provider for, if any: the run is
-    decidable here only while the store waits on that very turn.
+    decidable here only while the store waits on that very turn. ``record`` is the run's
+    record when the caller has just read it (read once per request); else it is read here.
 
     Raises :class:`~nr_llm_core.audit.AuditStoreError` when the store cannot be read."""
-    record = store.get_run(run_id)
+    if record is None:
+        record = store.get_run(run_id)
     if record is None or record["status"] != "suspended":
         status = None if record is None else str(record["status"])
         return gone_view(run_id, str(store.resume_refusal(run_id)), status)
@@ -118,13 +126,15 @@ def store_view(store: AuditStore, run_id: str, held: SuspendedRunState | None) -
     if data is None:  # suspended without a state file to read (or ended meanwhile)
         return _unreadable(run_id, privacy, lost(run_id))
     try:
-        # The claim's own checks: a state that fails them is not what this host wrote (it
-        # may hold anything), so nothing of it is shown, only why it cannot be decided.
-        state = checked_stored_state(data, run_id=run_id, digest=None)
-    except ApprovalError as exc:
-        return _unreadable(run_id, privacy, unusable(run_id, str(exc)))
-    except ConfigurationError:
+        # The claim's own check (one function, the store's): a state that fails it is not
+        # what this host wrote (it may hold anything), so nothing of it is shown, only why
+        # it cannot be decided.
+        checked(dict(data), run_id, None)
+    except SuspendedStateError as exc:
+        return _unreadable(run_id, privacy, str(exc))
+    except AuditStoreError:  # the host secret cannot be read: its words name a file
         return _unreadable(run_id, privacy, unusable(run_id, "the host secret cannot be read"))
+    state = read_stored_state(data)  # checked above: read, not verified again
     if held is None:
         return held_view(state, privacy, decidable=False, problem=NOT_HELD)
     if held.digest != state.digest:  # resumed and paused again elsewhere

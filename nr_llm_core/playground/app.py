@@ -21,7 +21,9 @@ from nr_llm_core.encoding import EncodeError, decode_json, encode_json
 from nr_llm_core.host import ToolHost
 from nr_llm_core.loop import MAX_ITERATIONS_CAP
 from nr_llm_core.offers import DATA_CLASS_NOTE
+from nr_llm_core.playground._approved import NOT_CONFIRMED, RunnerRefused, recorded_call
 from nr_llm_core.playground._guard import Receive, Scope, Send, TokenGuard
+from nr_llm_core.playground._refs import run_id_of
 from nr_llm_core.playground._runs import ProviderFactory, ResumeRefused, RunManager, RunRequest
 from nr_llm_core.playground._store import (
     LEVELS,
@@ -100,6 +102,19 @@ async def _respond(request: Request, events: AsyncIterator[dict[str, Any]]) -> R
         return StreamingResponse(lines(), media_type=NDJSON, headers={"x-accel-buffering": "no"})
     collected = [event async for event in events]
     return _json({"run_id": collected[0].get("run_id"), "events": collected})
+
+
+def _run_id(request: Request) -> str:
+    """The run a request names: its ``ref`` (:mod:`~nr_llm_core.playground._refs`, the form
+    the page uses, which any id has) or its percent-encoded ``run_id`` (ids without control
+    characters, for scripts)."""
+    ref = request.path_params.get("ref")
+    if ref is None:
+        return str(request.path_params["run_id"])
+    try:
+        return run_id_of(ref)
+    except ValueError as exc:
+        raise _BadRequest(str(exc)) from None
 
 
 def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequest:
@@ -207,18 +222,27 @@ def create_app(
         except _BadRequest as exc:
             return _error(400, str(exc))
         name = request.path_params["name"]
-        # Picking the tool and pressing "Approve and run" is the approval; a request without
-        # it does not run a tool that requires one.
-        needs_approval = name in host.names() and host.spec(name).requires_approval
-        if needs_approval and body.get("approved") is not True:
-            return _error(409, "this tool requires approval: send approved=true to run it")
         level = level_for(store, body.get("privacy"))
+        arguments = body.get("arguments", {})
         loop = asyncio.get_running_loop()
+        if name in host.names() and host.spec(name).requires_approval:
+            # The operator's explicit confirmation is the approval, and the call is recorded
+            # as a run of its own, or not run at all (ADR 0044).
+            if body.get("approved") is not True:
+                return _error(409, NOT_CONFIRMED)
+            try:
+                recorded = await loop.run_in_executor(
+                    manager.executor,
+                    lambda: recorded_call(
+                        store, host, name, arguments, level=level, timeout=tool_timeout
+                    ),
+                )
+            except RunnerRefused as exc:
+                return _error(exc.status, exc.reason)
+            return _json(recorded)
         result = await loop.run_in_executor(
             manager.executor,
-            lambda: invoke_tool(
-                host, name, body.get("arguments", {}), level=level, timeout=tool_timeout
-            ),
+            lambda: invoke_tool(host, name, arguments, level=level, timeout=tool_timeout),
         )
         return _json(result)
 
@@ -241,13 +265,14 @@ def create_app(
     async def resume_run(request: Request) -> Response:
         try:
             body = await _body(request)
+            run_id = _run_id(request)
         except _BadRequest as exc:
             return _error(400, str(exc))
         approved = body.get("approved")
         try:
             # In a thread: it reads what the store says of the run.
             held = await asyncio.to_thread(
-                manager.take_waiting, request.path_params["run_id"], body.get("digest"), approved
+                manager.take_waiting, run_id, body.get("digest"), approved
             )
         except ResumeRefused as exc:
             return _refusal(exc)
@@ -259,10 +284,11 @@ def create_app(
         # as `nr-llm runs discard` does not.
         try:
             await _body(request)
+            run_id = _run_id(request)
         except _BadRequest as exc:
             return _error(400, str(exc))
         try:
-            answer = await asyncio.to_thread(manager.discard, request.path_params["run_id"])
+            answer = await asyncio.to_thread(manager.discard, run_id)
         except ResumeRefused as exc:
             return _refusal(exc)
         return _json(answer)
@@ -276,7 +302,8 @@ def create_app(
         detail = store.run(run_id)
         if detail is not None and detail["run"]["status"] == "suspended":
             try:
-                detail["approval"] = manager.approval(run_id)
+                # The record just read: one read of the run per request.
+                detail["approval"] = manager.approval(run_id, detail["run"])
             except AuditStoreError:
                 detail["approval"] = None
         return detail
@@ -284,7 +311,11 @@ def create_app(
     async def run_detail(request: Request) -> Response:
         if store is None:
             return _error(404, "no audit store is configured")
-        detail = await asyncio.to_thread(_detail, store, request.path_params["run_id"])
+        try:
+            run_id = _run_id(request)
+        except _BadRequest as exc:
+            return _error(400, str(exc))
+        detail = await asyncio.to_thread(_detail, store, run_id)
         return _error(404, "no such run") if detail is None else _json(detail)
 
     routes = [
@@ -300,6 +331,10 @@ def create_app(
         Route("/api/runs/{run_id:path}/resume", resume_run, methods=["POST"]),
         Route("/api/runs/{run_id:path}/discard", discard_run, methods=["POST"]),
         Route("/api/runs/{run_id:path}", run_detail, methods=["GET"]),
+        # The page's form: a reference any id has, control characters included.
+        Route("/api/run/{ref}/resume", resume_run, methods=["POST"]),
+        Route("/api/run/{ref}/discard", discard_run, methods=["POST"]),
+        Route("/api/run/{ref}", run_detail, methods=["GET"]),
     ]
     return PlaygroundApp(
         TokenGuard(Starlette(routes=routes), token=token, hosts=allowed_hosts), manager, store

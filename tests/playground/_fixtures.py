@@ -11,6 +11,7 @@ from nr_llm_core import Artifact, ToolHost, ToolResult, ToolSpec, hookimpl
 from nr_llm_core.playground import PlaygroundServer
 from nr_llm_core.playground._store import open_store
 from nr_llm_core.providers import ScriptedProvider
+from nr_llm_core.providers.base import Provider
 
 XSS_TEXT = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 XSS_LABEL = '<img src=x onerror="window.__pwned=3">'
@@ -158,12 +159,22 @@ SCRIPTS: Mapping[str, list[Any]] = {
 }
 
 
-def providers() -> dict[str, Callable[[], ScriptedProvider]]:
+def scripted_providers() -> dict[str, Callable[[], ScriptedProvider]]:
     """One fresh scripted provider per run, per script."""
     return {name: (lambda turns=turns: ScriptedProvider(turns)) for name, turns in SCRIPTS.items()}
 
 
-def start_server(db: Path | None, **kwargs: Any) -> PlaygroundServer:
-    """A playground on 127.0.0.1 (any free port) for the test tools, started."""
+def start_server(
+    db: Path | None,
+    *,
+    providers: Mapping[str, Callable[[], Provider]] | None = None,
+    host: ToolHost | None = None,
+    **kwargs: Any,
+) -> PlaygroundServer:
+    """A playground on 127.0.0.1 (any free port), started: for ``host`` (default: the test
+    tools), offering ``providers`` (default: one scripted provider per :data:`SCRIPTS`), with
+    the audit store at ``db`` (``None``: none)."""
     store = None if db is None else open_store(db)
-    return PlaygroundServer(make_host(), providers=providers(), store=store, **kwargs).start()
+    offered = scripted_providers() if providers is None else providers
+    tools = make_host() if host is None else host
+    return PlaygroundServer(tools, providers=offered, store=store, **kwargs).start()

@@ -9,8 +9,9 @@ from typing import Any
 
 from nr_llm_core import ToolHost, ToolResult, ToolSpec, hookimpl
 from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 from nr_llm_core.providers import OpenAIChatProvider, ScriptedProvider
+
+from ._fixtures import start_server
 
 PROMPT = "How many lamps are in stock? PROMPT-CANARY-71c2"
 MODEL = "llama3-newcomer"
@@ -46,12 +47,12 @@ LOCAL_TURNS = [
 
 def start(db: Path, wire_url: str) -> PlaygroundServer:
     """The playground on 127.0.0.1 with providers ``local``, ``external`` and ``openai``."""
-    return PlaygroundServer(
-        make_host(),
+    return start_server(
+        db,
+        host=make_host(),
         providers={
             "local": lambda: ScriptedProvider(LOCAL_TURNS),
             "external": lambda: ScriptedProvider(["No tools."], trust_zone="external"),
             "openai": lambda: OpenAIChatProvider(wire_url, MODEL, api_key="sk-newcomer"),
         },
-        store=open_store(db),
-    ).start()
+    )

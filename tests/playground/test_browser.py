@@ -1,15 +1,14 @@
 """The playground in a real browser: Debian's chromium, headless, driven by Playwright.
 
-One browser and one page for the module. Every page is screenshotted into
-``test-artifacts/screenshots/`` (not committed). A missing ``/usr/bin/chromium`` fails these
-tests: CI installs it (``scripts/test``), and a skipped browser test would hide a broken page.
+One browser for the module and a fresh page per test (``conftest.py``). Every page is
+screenshotted into ``test-artifacts/screenshots/`` (not committed). A missing
+``/usr/bin/chromium`` fails these tests: CI installs it (``scripts/test``), and a skipped
+browser test would hide a broken page.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +17,8 @@ import pytest
 from nr_llm_core.cli._output import visible
 from nr_llm_core.playground import PlaygroundServer
 
+from ._browser import REBOUND, new_page
+from ._browser import shot as _shot
 from ._fixtures import (
     ARGUMENT_CANARY,
     GATE,
@@ -27,73 +28,6 @@ from ._fixtures import (
     XSS_LINK,
     XSS_TEXT,
 )
-
-CHROMIUM = Path("/usr/bin/chromium")
-REBOUND = "rebound.example"  # resolved to 127.0.0.1 by the browser, as a DNS rebinding would
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1",
-]
-SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-TIMEOUT_MS = 20_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-            "(apt-get install chromium; scripts/test installs it when run as root)",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=ARGS, headless=True
-        )
-        yield launched
-        launched.close()
-
-
-class Watch:
-    """Dialogs and console errors a page produced."""
-
-    def __init__(self) -> None:
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-
-
-@pytest.fixture
-def page(browser: Any, server: PlaygroundServer) -> Iterator[Any]:
-    """A fresh browser context per test: no test sees another's page, dialogs or errors."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-
-    def on_dialog(dialog: Any) -> None:
-        watch.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    context.close()
-
-
-def _shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def _open(page: Any, server: PlaygroundServer, view: str) -> None:
@@ -210,10 +144,13 @@ def test_the_example_arguments_come_from_the_schema(page: Any, server: Playgroun
 def test_a_tool_that_requires_approval_runs_on_approve_and_run(
     page: Any, server: PlaygroundServer
 ) -> None:
+    """The button "Approve and run" asks first; "Yes, run it" runs it (and records it, ADR 0044: see
+    test_runner_approval.py)."""
     _open(page, server, "tools")
     page.click("button[data-tool=transfer]")
     assert page.inner_text("#tool-run") == "Approve and run"
     page.click("#tool-run")
+    page.click("#tool-confirm .confirm-run")
     page.click("#tool-output button[data-tab=Content]")
     assert page.locator("#tool-output .tab-panel pre").inner_text() == "transferred"
     page.click("button[data-tool=echo]")
@@ -361,9 +298,7 @@ def test_the_runs_view_lists_the_store(page: Any, server: PlaygroundServer) -> N
 
 
 def test_phone_width(browser: Any, server: PlaygroundServer) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    context, page = new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True)
 
     def fits(name: str) -> None:
         width = page.evaluate("document.documentElement.scrollWidth")

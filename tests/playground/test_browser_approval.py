@@ -15,13 +15,10 @@ import httpx
 import pytest
 
 from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 from nr_llm_core.providers import ScriptedProvider
 
-from ._fixtures import make_host
-from .test_browser import TIMEOUT_MS, Watch, _shot, browser
-
-__all__ = ["browser"]  # the module's browser fixture, shared
+from ._browser import shot as _shot
+from ._fixtures import start_server
 
 CANARY = "CANARY-approval-5d1e"
 HOSTILE = (
@@ -50,27 +47,11 @@ TURNS = [
 
 
 @pytest.fixture(scope="module")
-def approval_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundServer]:
-    store = open_store(tmp_path_factory.mktemp("approval") / "audit.db")
-    srv = PlaygroundServer(
-        make_host(), providers={"long": lambda: ScriptedProvider(TURNS)}, store=store
-    ).start()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundServer]:
+    db = tmp_path_factory.mktemp("approval") / "audit.db"
+    srv = start_server(db, providers={"long": lambda: ScriptedProvider(TURNS)})
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page(browser: Any, approval_server: PlaygroundServer) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-    page.on("dialog", lambda d: (watch.dialogs.append(d.message), d.dismiss()))
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    context.close()
 
 
 def _pause(page: Any, server: PlaygroundServer, level: str) -> Any:
@@ -90,10 +71,10 @@ def _nothing_ran(page: Any) -> None:
 
 
 def test_the_approval_view_shows_every_argument_as_text(
-    page: Any, approval_server: PlaygroundServer
+    page: Any, server: PlaygroundServer
 ) -> None:
     assert len(json.dumps(LONG_ARGS)) > 5000
-    box = _pause(page, approval_server, "metadata")
+    box = _pause(page, server, "metadata")
     calls = box.locator("li.call")
     assert calls.count() == 2
     assert calls.nth(0).locator("code.call-id").inner_text() == "t1"
@@ -134,9 +115,9 @@ def test_the_approval_view_shows_every_argument_as_text(
 
 
 def test_at_none_no_argument_is_shown_and_approving_needs_a_tick(
-    page: Any, approval_server: PlaygroundServer
+    page: Any, server: PlaygroundServer
 ) -> None:
-    box = _pause(page, approval_server, "none")
+    box = _pause(page, server, "none")
     assert box.locator(".not-shown").inner_text() == "arguments not shown at privacy level none"
     assert box.locator("pre").count() == 0
     assert CANARY not in box.evaluate("(n) => n.textContent")
@@ -159,13 +140,13 @@ def test_at_none_no_argument_is_shown_and_approving_needs_a_tick(
 
 @pytest.mark.parametrize("level", ["metadata", "none"])
 def test_the_pause_event_carries_arguments_except_at_none(
-    approval_server: PlaygroundServer, level: str
+    server: PlaygroundServer, level: str
 ) -> None:
     """The awaiting_approval event names the run's recorded level; at none its pending calls
     have no arguments at all, so no client can show them by accident."""
     with httpx.Client(
-        base_url=approval_server.origin,
-        headers={"X-NR-LLM-Token": approval_server.token, "Accept": "application/x-ndjson"},
+        base_url=server.origin,
+        headers={"X-NR-LLM-Token": server.token, "Accept": "application/x-ndjson"},
         timeout=30,
     ) as client:
         body = {"prompt": "go", "provider": "long", "privacy": level}

@@ -17,14 +17,11 @@ from nr_llm_core import ScriptedProvider, SuspendedRunState, ToolLoop
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli._output import visible
 from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 from nr_llm_core.playground._waiting import NOT_HELD
 
 from ..store.test_claim_checks import CANARY, rewrite_state, stored_state, unsigned
-from ._fixtures import make_host
-from .test_browser import TIMEOUT_MS, Watch, _shot, browser
-
-__all__ = ["browser"]  # the module's browser fixture, shared
+from ._browser import shot as _shot
+from ._fixtures import make_host, start_server
 
 HOSTILE_TOOL = "<img src=x onerror=window.__pwned=21>\u202eevil"
 HOSTILE_CLAIMANT = "<img src=x onerror=window.__pwned=22>\x1b[31m\u202eclaimant"
@@ -48,26 +45,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(db: Path) -> Iterator[PlaygroundServer]:
-    store = open_store(db)
-    srv = PlaygroundServer(
-        make_host(), providers={"moving": lambda: ScriptedProvider(TURNS)}, store=store
-    ).start()
+    srv = start_server(db, providers={"moving": lambda: ScriptedProvider(TURNS)})
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page(browser: Any, server: PlaygroundServer) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-    page.on("dialog", lambda d: (watch.dialogs.append(d.message), d.dismiss()))
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    context.close()
 
 
 def _pause(page: Any, server: PlaygroundServer) -> str:
@@ -170,8 +150,8 @@ def test_a_refused_decision_keeps_the_run_and_discard_ends_it_after_confirming(
     _inert(page)
 
 
-def _hostile_waiting_run(db: Path) -> None:
-    """A run with a hostile id waiting in the store, paused by another process (so this
+def hostile_waiting_run(db: Path, run_id: str = HOSTILE_RUN) -> None:
+    """A run ``run_id`` waiting in the store, paused by another process (so this
     playground does not hold its provider): a real pause, its state re-made for the id."""
     with AgentRunPersister(db) as store:
         paused = ToolLoop(ScriptedProvider(TURNS), make_host(), persister=store).run("go")
@@ -179,9 +159,9 @@ def _hostile_waiting_run(db: Path) -> None:
         store.discard(paused.run_id)
         fields = attrs.asdict(paused.suspended, recurse=False)
         fields.pop("digest")
-        state = SuspendedRunState.create(**{**fields, "run_id": HOSTILE_RUN})
-        store.begin(HOSTILE_RUN, privacy="full")
-        store.suspend(HOSTILE_RUN, state.to_dict())
+        state = SuspendedRunState.create(**{**fields, "run_id": run_id})
+        store.begin(run_id, privacy="full")
+        store.suspend(run_id, state.to_dict())
 
 
 def test_a_hostile_run_id_waiting_in_the_store_is_discarded_from_the_runs_view(
@@ -190,7 +170,7 @@ def test_a_hostile_run_id_waiting_in_the_store_is_discarded_from_the_runs_view(
     """A run this playground did not pause, with an id full of markup (a quote, a script end
     tag, a "/", a bidi override): the Runs view shows its pending calls and why it cannot be
     decided here, and discards it after the confirmation; the id is text throughout."""
-    _hostile_waiting_run(db)
+    hostile_waiting_run(db)
     page.goto(f"{server.url}#runs")
     page.wait_for_selector("body[data-ready=true]")
     page.locator("#runs-table tbody tr").first.wait_for()

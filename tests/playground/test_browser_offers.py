@@ -14,10 +14,8 @@ import pytest
 from nr_llm_core.playground import PlaygroundServer
 
 from ..loop._wire import Reply, WireServer
+from ._browser import shot as _shot
 from ._offers import MODEL, PROMPT, start
-from .test_browser import TIMEOUT_MS, Watch, _shot, browser
-
-__all__ = ["browser"]  # the module's browser fixture, shared
 
 
 @pytest.fixture(scope="module")
@@ -28,18 +26,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundServe
         srv.stop()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    assert watch.errors == []
-    context.close()
+@pytest.fixture(autouse=True)
+def _no_console_error(page: Any) -> Iterator[None]:
+    """No test here may leave an error in the console (a refused request included)."""
+    yield
+    assert page.watch.errors == []
 
 
 def _open(page: Any, server: PlaygroundServer, view: str) -> None:

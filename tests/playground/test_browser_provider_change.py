@@ -15,17 +15,14 @@ import pytest
 
 from nr_llm_core import ScriptedProvider, ToolLoop
 from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 
 from ..loop._tools import Writer
 from ..loop._wire import WireServer
 from ..loop.test_openai_wire import text_reply
 from ..loop.test_provider_change import WRITE, host_with, openai
-from ._fixtures import make_host
-from .test_browser import TIMEOUT_MS, Watch, _shot, browser
+from ._browser import shot as _shot
+from ._fixtures import start_server
 from .test_browser_approval import TURNS
-
-__all__ = ["browser"]  # the module's browser fixture, shared
 
 HOSTILE_MODEL = "m<img src=x onerror=window.__pwned=1>\x1b[31m\u202eend"
 
@@ -37,26 +34,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(db: Path) -> Iterator[PlaygroundServer]:
-    store = open_store(db)
-    srv = PlaygroundServer(
-        make_host(), providers={"long": lambda: ScriptedProvider(TURNS)}, store=store
-    ).start()
+    srv = start_server(db, providers={"long": lambda: ScriptedProvider(TURNS)})
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page(browser: Any, server: PlaygroundServer) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch()
-    page.on("dialog", lambda d: (watch.dialogs.append(d.message), d.dismiss()))
-    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.errors.append(str(e)))
-    page.watch = watch
-    yield page
-    context.close()
 
 
 def _nothing_ran(page: Any) -> None:

@@ -194,6 +194,7 @@ def test_invoking_a_tool_that_requires_approval_needs_the_approval(client: httpx
         assert client.post("/api/tools/transfer/invoke", json=body).status_code == 409
     ran = client.post("/api/tools/transfer/invoke", json={"arguments": {}, "approved": True})
     assert ran.json()["content"] == "transferred"
+    assert type(ran.json()["run_id"]) is str  # recorded (ADR 0044)
 
 
 def test_invoke_shows_the_omitted_marker(client: httpx.Client) -> None:

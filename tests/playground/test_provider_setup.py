@@ -15,10 +15,9 @@ from pathlib import Path
 import httpx
 
 from nr_llm_core.errors import ConfigurationError
-from nr_llm_core.playground import PlaygroundServer
 from nr_llm_core.providers import ScriptedProvider
 
-from ._fixtures import make_host
+from ._fixtures import start_server
 
 SECRET = "pw-CANARY-4b1d"
 
@@ -64,11 +63,10 @@ def test_a_run_whose_provider_cannot_be_built_ends_in_an_error_event(tmp_path: P
     def crashing() -> ScriptedProvider:
         raise RuntimeError(f"internal {SECRET}")
 
-    server = PlaygroundServer(
-        make_host(),
+    server = start_server(
+        None,
         providers={"scripted": lambda: ScriptedProvider(["ok"]), "bad": broken, "crash": crashing},
-        store=None,
-    ).start()
+    )
     try:
         with httpx.Client(
             base_url=server.origin, headers={"X-NR-LLM-Token": server.token}, timeout=30

@@ -23,8 +23,6 @@ import pytest
 
 from nr_llm_core import ScriptedProvider
 from nr_llm_core.audit import AgentRunPersister
-from nr_llm_core.playground import PlaygroundServer
-from nr_llm_core.playground._store import open_store
 from nr_llm_core.providers.base import TrustZone
 
 from ..store._support import (
@@ -38,6 +36,7 @@ from ..store._support import (
 )
 from ..store.test_claim_checks import CANARY, rewrite_state, stored_state, unsigned
 from ..store.test_claim_processes import approve_args, env_for
+from ._fixtures import start_server
 
 #: The model the switchable provider reports; a test changes it after the run paused.
 MODEL: dict[str, str | None] = {"name": None}
@@ -73,15 +72,11 @@ def playground(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
     log = tmp_path / "append.log"
     monkeypatch.setenv(LOG_VAR, str(log))
     MODEL["name"] = None
-    store = open_store(db)
-    server = PlaygroundServer(
-        append_host(),
-        providers={
-            "append": lambda: ScriptedProvider(APPEND_TURNS),
-            "switchable": Switchable,
-        },
-        store=store,
-    ).start()
+    server = start_server(
+        Path(db),
+        host=append_host(),
+        providers={"append": lambda: ScriptedProvider(APPEND_TURNS), "switchable": Switchable},
+    )
     client = httpx.Client(
         base_url=server.origin,
         headers={"X-NR-LLM-Token": server.token, "Accept": "application/json"},
@@ -92,7 +87,8 @@ def playground(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
     finally:
         client.close()
         server.stop()
-        store.close()
+        assert server.app.store is not None
+        server.app.store.close()
 
 
 def pause(client: httpx.Client, provider: str = "append") -> dict[str, Any]:
@@ -309,9 +305,9 @@ def test_discard_needs_the_token_the_origin_and_a_json_body(playground: dict[str
 def test_without_a_store_a_discard_is_remembered(tmp_path: Path) -> None:
     """With no audit store the playground's memory is the record: a discarded run is gone,
     a replay is told so, and a decision on it is refused."""
-    server = PlaygroundServer(
-        append_host(), providers={"append": lambda: ScriptedProvider(APPEND_TURNS)}
-    ).start()
+    server = start_server(
+        None, host=append_host(), providers={"append": lambda: ScriptedProvider(APPEND_TURNS)}
+    )
     try:
         with httpx.Client(
             base_url=server.origin,

@@ -54,6 +54,16 @@
     if (buffer.trim()) onEvent(JSON.parse(buffer));
   }
 
+  // The one place a run's URL is built. The id goes as its UTF-8 bytes in base64url (the
+  // server's run_ref): any id the store lists, control characters included, which no URL path
+  // may carry even percent-encoded, addresses exactly its run.
+  function runPath(runId, action) {
+    let binary = "";
+    for (const byte of new TextEncoder().encode(runId)) binary += String.fromCharCode(byte);
+    const ref = btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return "/api/run/" + ref + (action ? "/" + action : "");
+  }
+
   // -- shared state ----------------------------------------------------------------------------
 
   const state = { config: null, groups: [], loadErrors: [], tool: null, dataClassNote: "" };
@@ -90,6 +100,7 @@
     const run = document.getElementById("tool-run");
     run.textContent = tool.requires_approval ? "Approve and run" : "Run tool";
     run.disabled = false;
+    document.getElementById("tool-confirm").hidden = true;
     clear(document.getElementById("tool-output"));
   }
 
@@ -119,13 +130,31 @@
     }
   }
 
-  async function runTool() {
+  // A tool that requires approval asks first, in the page: the second click is the approval,
+  // and the server records the call as a run of its own (ADR 0044).
+  function askOrRunTool() {
+    if (!state.tool.requires_approval) {
+      runTool(false);
+      return;
+    }
+    document.getElementById("tool-confirm").hidden = false;
+    document.getElementById("tool-run").disabled = true;
+  }
+
+  function closeConfirm() {
+    document.getElementById("tool-confirm").hidden = true;
+    document.getElementById("tool-run").disabled = false;
+  }
+
+  async function runTool(approved) {
+    document.getElementById("tool-confirm").hidden = true;
     const output = clear(document.getElementById("tool-output"));
     let args;
     try {
       args = JSON.parse(document.getElementById("tool-args").value);
     } catch (error) {
       output.appendChild(el("p", "banner error", "The arguments are not valid JSON."));
+      document.getElementById("tool-run").disabled = false;
       return;
     }
     const button = document.getElementById("tool-run");
@@ -136,10 +165,16 @@
         "/invoke", {
         arguments: args,
         privacy: document.getElementById("tool-privacy").value,
-        approved: state.tool.requires_approval,
+        approved,
       });
       clear(output);
       output.dataset.state = result.is_error ? "error" : "ok";
+      if (typeof result.run_id === "string") {
+        const recorded = el("p", "banner warn recorded",
+          "Approved by you and recorded as run " + result.run_id + ".");
+        recorded.dataset.run = result.run_id;
+        output.appendChild(recorded);
+      }
       output.appendChild(tabs([
         { name: "Content", render: (p) => p.appendChild(
           el("pre", result.is_error ? "text error" : "text", result.content)) },
@@ -389,7 +424,7 @@
         }
         button.addEventListener("click", () => {
           row.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
-          streamRun("/api/runs/" + encodeURIComponent(view.run_id) + "/resume",
+          streamRun(runPath(view.run_id, "resume"),
             { digest: view.digest, approved });
         });
         buttons.push(button);
@@ -424,7 +459,7 @@
       box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
       let response;
       try {
-        response = await request("/api/runs/" + encodeURIComponent(view.run_id) + "/discard", {});
+        response = await request(runPath(view.run_id, "discard"), {});
       } catch (error) {
         // Not sent, or no answer: the run may still wait; shown again as it was.
         renderApproval(box, view, { refusal: "the request failed: " + error.message, decide,
@@ -558,7 +593,7 @@
     const box = clear(document.getElementById("run-detail"));
     box.hidden = false;
     try {
-      const detail = await getJSON("/api/runs/" + encodeURIComponent(runId));
+      const detail = await getJSON(runPath(runId));
       box.appendChild(el("h2", null, "Run " + runId));
       if (note) box.appendChild(el("p", "banner warn gone", note));
       const meta = detail.run.meta || {};
@@ -677,7 +712,11 @@
         show(b.dataset.view);
       });
     });
-    document.getElementById("tool-run").addEventListener("click", runTool);
+    document.getElementById("tool-run").addEventListener("click", askOrRunTool);
+    document.querySelector("#tool-confirm .confirm-run").addEventListener("click",
+      () => runTool(true));
+    document.querySelector("#tool-confirm .confirm-cancel").addEventListener("click",
+      closeConfirm);
     document.getElementById("agent-run").addEventListener("click", startRun);
     document.getElementById("runs-refresh").addEventListener("click", loadRuns);
     try {
