@@ -11,6 +11,7 @@ repeat is gone; a state that fails is still refused before anything runs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ class _Seen:
         self.ids = ids
 
 
-def verified_during(monkeypatch: pytest.MonkeyPatch, action: object) -> _Seen:
+def verified_during(monkeypatch: pytest.MonkeyPatch, action: Callable[[], str]) -> _Seen:
     """``action()``'s outcome and the run ids of the states verified while it ran."""
     seen: list[str] = []
     original = SuspendedRunState.verify
@@ -86,7 +87,6 @@ def verified_during(monkeypatch: pytest.MonkeyPatch, action: object) -> _Seen:
 
     monkeypatch.setattr(SuspendedRunState, "verify", counting)
     try:
-        assert callable(action)
         outcome = action()
     finally:
         monkeypatch.setattr(SuspendedRunState, "verify", original)
