@@ -25,6 +25,7 @@ __all__ = [
     "RunStatus",
     "StepRecord",
     "SuspendedStateError",
+    "TakenAwayError",
     "UnknownRunError",
     "chosen_run",
     "encodable",
@@ -117,6 +118,20 @@ class SuspendedStateError(AuditStoreError):
     """A suspended run's saved state file is missing, or its bytes are not the ones recorded.
 
     The run cannot be resumed; it stays suspended until it is discarded."""
+
+
+class TakenAwayError(AuditStoreError, ApprovalError):
+    """A worker's take no longer holds its run: the queue handed the run to another worker
+    (this one stopped sending heartbeats, which need not mean it died; ADR 0039, ADR 0041).
+
+    Raised by a write in that take's name (:meth:`PostgresStore.settle
+    <nr_llm_core.stores.postgres.PostgresStore.settle>`, ``suspend``: refused, nothing
+    written) and by the worker's checks before each step and before it begins the approved
+    calls. It is the one failure of a persister that passes through
+    :class:`~nr_llm_core.loop.ToolLoop` (every other is logged and the run's result stands):
+    the worker then stops there and writes nothing more to the run. An
+    :class:`AuditStoreError` for a store's callers, and an
+    :class:`~nr_llm_core.errors.ApprovalError` for a resume's."""
 
 
 class RunStatus(enum.StrEnum):

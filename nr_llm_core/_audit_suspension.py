@@ -24,7 +24,7 @@ from nr_llm_core._audit_records import (
     run_record,
 )
 from nr_llm_core._audit_schema import RESUME, RUN_COLUMNS, STATE_OF, now
-from nr_llm_core.approval import checked_stored_state, resigned
+from nr_llm_core.approval import SuspendedRunState, checked_stored_state, resigned
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError, ConfigurationError
 
@@ -38,6 +38,7 @@ __all__ = [
     "lost",
     "move_out_states",
     "resign_states",
+    "resumable",
     "set_suspended",
     "state_file",
     "unusable",
@@ -91,20 +92,26 @@ def decoded(data: bytes | str, run_id: str) -> dict[str, Any]:
     return value
 
 
-def checked(data: dict[str, Any], run_id: str, digest: str | None) -> dict[str, Any]:
-    """``data``, the decoded state of ``run_id``, once checked as a resume checks it
+def resumable(data: dict[str, Any], run_id: str, digest: str | None) -> SuspendedRunState:
+    """``data``, the decoded state of ``run_id``, read and checked as a resume checks it
     (:func:`~nr_llm_core.approval.checked_stored_state`: its shape, its signature, its run,
-    the turn ``digest`` the run waits on), for a claim to do before it commits (ADR 0036).
+    the turn ``digest`` the run waits on), for a claim or a take to do before it commits
+    (ADR 0036); the state it reads.
 
     Raises :class:`~nr_llm_core._audit_records.SuspendedStateError` (:func:`unusable`) when it
     cannot be resumed from, and :class:`~nr_llm_core._audit_records.AuditStoreError` when the
     host secret cannot be read."""
     try:
-        checked_stored_state(data, run_id=run_id, digest=digest)
+        return checked_stored_state(data, run_id=run_id, digest=digest)
     except ApprovalError as exc:
         raise SuspendedStateError(unusable(run_id, str(exc))) from None
     except ConfigurationError as exc:
         raise AuditStoreError(str(exc)) from None
+
+
+def checked(data: dict[str, Any], run_id: str, digest: str | None) -> dict[str, Any]:
+    """``data`` once :func:`resumable` accepts it."""
+    resumable(data, run_id, digest)
     return data
 
 

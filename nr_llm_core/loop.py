@@ -8,7 +8,9 @@ every call is checked against that offer again when it runs. What is sent is the
 of the history (:func:`~nr_llm_core.exposure.zone_view`): tool output above the zone's ceiling,
 and what a model wrote after it, is replaced by host sentences; the history itself stays whole.
 Provider faults end the run as ``failed`` with a host-worded reason; they never raise to the
-caller.
+caller. A persister's failures are logged and the run's result stands, but for one: a
+:class:`~nr_llm_core.audit.TakenAwayError` (a worker's take whose run the queue handed to
+another worker) passes through, so that the worker stops there and writes nothing more.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from nr_llm_core._audit_records import TakenAwayError
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import STALE_DIGEST, SuspendedRunState, decisions_for, digest_problem
 from nr_llm_core.encoding import EncodeError, json_copy
@@ -486,6 +489,8 @@ class ToolLoop:
                 # waiting run (one landing before it leaves the run running, as before).
                 run.open_here = False
                 self.persister.suspend(run.run_id, state.to_dict())
+            except TakenAwayError:
+                raise  # the run is another worker's now: the loop stops here (ADR 0041)
             except Exception as exc:
                 run.open_here = True
                 log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
@@ -533,6 +538,8 @@ class ToolLoop:
                     truncated=truncated,
                     usage=run.usage.to_dict(),
                 )
+            except TakenAwayError:
+                raise  # as in _suspend: the run is another worker's now
             except Exception as exc:
                 run.open_here = True
                 log_exception(logger, "the persister could not settle run %s", run.run_id, exc=exc)

@@ -46,6 +46,7 @@ from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
 from nr_llm_core.stores import AuditStore
+from nr_llm_core.stores._reasons import NOTES as GIVEN_BACK_NOTES
 from nr_llm_core.traceparent import parse_traceparent
 
 __all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
@@ -205,30 +206,11 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
     page("\n".join(lines))
 
 
-# Why a run waits again after a worker handed it back (ADR 0038), in the operator's words.
-_GIVEN_BACK = {
-    "approval_given_back": "a worker gave the approval back: it does not offer an approved "
-    "call's tool (the worker's log names it); approve again where the tool is offered, or "
-    "deny or discard it",
-    "state_not_verified": "a worker could not take the run: its saved state is not signed "
-    "with that worker's host secret, or cannot be read there (the worker's log says which); "
-    "approve again for workers that share this store's secret, or discard it",
-    "state_not_verified_calls_begun": "a worker could not take the run: its saved state is "
-    "not signed with that worker's host secret, or cannot be read there (the worker's log "
-    "says which), and the worker running its approved calls had begun them and stopped: they "
-    "may have run. Approve again for workers that share this store's secret: they answer "
-    "those calls as possibly run and never run them again; or discard it",
-    "worker_could_not_start": "a worker could not start on the run (its provider could not "
-    "be made for it; the worker's log says why); nothing of the run changed. Approve it "
-    "again for a worker that can, or discard it",
-}
-
-
 def _given_back_note(run: dict[str, Any]) -> str | None:
     """The line that says why a waiting run waits again, when a worker handed it back."""
     if run.get("status") != "suspended":
         return None
-    text = _GIVEN_BACK.get(str(run.get("termination_reason")))
+    text = GIVEN_BACK_NOTES.get(str(run.get("termination_reason")))
     return None if text is None else f"note: {text}"
 
 

@@ -22,18 +22,27 @@ from nr_llm_core._audit_records import (
     RunSettledError,
     RunStatus,
     SuspendedStateError,
+    TakenAwayError,
     UnknownRunError,
     encodable,
     resume_refusal,
     run_record,
 )
 from nr_llm_core._audit_schema import SchemaVersionError, now
-from nr_llm_core._audit_suspension import checked, claimant_text, decoded, lost, unusable
+from nr_llm_core._audit_suspension import claimant_text, decoded, lost, resumable, unusable
 from nr_llm_core._signing import mac, mac_matches
+from nr_llm_core.approval import SuspendedRunState, decisions_for
 from nr_llm_core.encoding import decode_json, encode_json_str
 from nr_llm_core.errors import ApprovalError, ConfigurationError
 from nr_llm_core.privacy import PrivacyLevel, run_level, stored_level_update
 from nr_llm_core.stores import _tables
+from nr_llm_core.stores._reasons import (
+    GIVEN_BACK,
+    NOT_STARTED,
+    NOT_STARTED_BEGUN,
+    NOT_VERIFIED,
+    NOT_VERIFIED_BEGUN,
+)
 from nr_llm_core.stores._tables import SCHEMA_VERSION, events, runs, schema_version, states
 
 __all__ = [
@@ -55,26 +64,11 @@ __all__ = [
     "put_state",
     "read_state",
     "require_open",
-    "require_take",
     "reworded",
     "take",
     "waiting",
     "withdraw_approval",
 ]
-
-#: The reason a run waits again after a worker gave its approval back (ADR 0038): it could
-#: not run an approved call (the tool is not offered there, ADR 0029).
-GIVEN_BACK: Final = "approval_given_back"
-#: The reason a run waits again after a worker could not check its saved state (ADR 0038):
-#: not signed with that worker's host secret, altered, or not a state it can read.
-NOT_VERIFIED: Final = "state_not_verified"
-#: The same, for a run whose approved calls a lost worker had begun (ADR 0039): they may have
-#: run, so the run waits with that mark kept, and the worker that takes it after a new
-#: approval answers them as possibly run, never runs them again.
-NOT_VERIFIED_BEGUN: Final = "state_not_verified_calls_begun"
-#: The reason a run waits again after a worker failed before it began anything of the run
-#: (its provider could not be made for it, ADR 0039): nothing of the run changed.
-NOT_STARTED: Final = "worker_could_not_start"
 
 _STATE_PURPOSE: Final = "nr-llm/state/v1"
 # Any constant: the advisory lock that makes concurrent first opens migrate once.
@@ -173,41 +167,41 @@ def migrate(eng: Engine) -> int:
     return version
 
 
-def require_open(conn: Connection, run_id: str) -> str:
-    """Lock the run row; its status, or :class:`UnknownRunError` / :class:`RunSettledError`."""
+def require_open(conn: Connection, run_id: str, attempt: int | None = None) -> str:
+    """Lock the run row; its status, or :class:`UnknownRunError` / :class:`RunSettledError`.
+
+    With ``attempt`` (a worker's take, ADR 0039), also :class:`TakenAwayError` unless the run
+    is ``running`` in that take, checked under the same lock: a worker the queue gave up on
+    writes nothing to a run another worker holds."""
     if not encodable(run_id):
         raise UnknownRunError(f"no run {run_id[:80]!r}")
-    status = conn.execute(
-        sa.select(runs.c.status).where(runs.c.id == run_id).with_for_update()
-    ).scalar()
-    if status is None:
+    row = conn.execute(
+        sa.select(runs.c.status, runs.c.attempts).where(runs.c.id == run_id).with_for_update()
+    ).first()
+    if row is None:
         raise UnknownRunError(f"no run {run_id!r}")
+    status = str(row[0])
     if RunStatus(status).final:
         raise RunSettledError(f"run {run_id!r} is already {status}")
-    return str(status)
+    if attempt is not None and not _in_take(status, row[1], attempt):
+        raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
+    return status
 
 
-def holds(conn: Connection, run_id: str, attempt: int, *, lock: bool) -> bool:
-    """Whether the run is ``running`` in its take number ``attempt`` (the latest: every take
-    counts one more), locking its row with ``lock``."""
+def _in_take(status: object, attempts: object, attempt: int) -> bool:
+    """Whether a run with ``status`` and ``attempts`` is held by its take number ``attempt``:
+    ``running``, and that take the latest (every take counts one more)."""
+    return status == RunStatus.RUNNING and attempts == attempt
+
+
+def holds(conn: Connection, run_id: str, attempt: int) -> bool:
+    """Whether the run is ``running`` in its take number ``attempt`` (the latest), as the
+    last committed row says; nothing locked (see :meth:`PostgresStore.holds
+    <nr_llm_core.stores.postgres.PostgresStore.holds>` for why that suffices)."""
     if not encodable(run_id):
         return False
-    query = sa.select(runs.c.status, runs.c.attempts).where(runs.c.id == run_id)
-    row = conn.execute(query.with_for_update() if lock else query).first()
-    return row is not None and row[0] == RunStatus.RUNNING and row[1] == attempt
-
-
-def require_take(conn: Connection, run_id: str, attempt: int | None) -> None:
-    """With ``attempt``, lock the run row and raise :class:`TakenAwayError` unless the run
-    is ``running`` in that take (ADR 0039): a worker the queue gave up on writes nothing to a
-    run another worker holds. Without it, nothing."""
-    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
-        raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
-
-
-class TakenAwayError(AuditStoreError):
-    """A write in the name of a take that no longer holds its run (the queue handed the run
-    to another worker): refused, nothing written."""
+    row = conn.execute(sa.select(runs.c.status, runs.c.attempts).where(runs.c.id == run_id)).first()
+    return row is not None and _in_take(row[0], row[1], attempt)
 
 
 def _signed(run_id: str, state: str, decisions: str | None) -> tuple[bytes, ...]:
@@ -261,70 +255,97 @@ class Found:
     applying: str | None = None
 
 
+# A run row with its state row, when it has one.
+_WITH_STATE: Final = runs.outerjoin(states, states.c.run_id == runs.c.id)
+_STATE_ROW: Final = (
+    states.c.state,
+    states.c.decisions,
+    states.c.mac,
+    states.c.digest,
+    states.c.applying,
+)
+
+
+@final
+@attrs.frozen
+class _Row:
+    """The columns of a run row that were asked for (``run``), and its state row's as
+    stored, not yet checked (each ``None`` when the run has no state row)."""
+
+    run: tuple[Any, ...]
+    text: str | None
+    decisions: str | None
+    signature: str | None
+    digest: Any
+    applying: str | None
+
+    def found(self, run_id: str) -> Found:
+        """The state row checked: :class:`SuspendedStateError` when it is missing, does not
+        match its signature, or its state or decisions are not JSON objects."""
+        if self.text is None:
+            raise SuspendedStateError(lost(run_id))
+        signed = _signed(run_id, self.text, self.decisions)
+        try:
+            good = mac_matches(self.signature, _STATE_PURPOSE, *signed, shared=True)
+        except ConfigurationError as exc:
+            raise AuditStoreError(str(exc)) from None
+        if not good:
+            raise SuspendedStateError(lost(run_id))
+        state = decoded(self.text, run_id)
+        try:
+            chosen = None if self.decisions is None else decode_json(self.decisions)
+        except (ValueError, RecursionError):
+            chosen = False  # refused below, never the decoder's message
+        if chosen is not None and type(chosen) is not dict:
+            raise SuspendedStateError(unusable(run_id, "its decisions are not a JSON object"))
+        digest = self.digest if type(self.digest) is str else None
+        return Found(state=state, decisions=chosen, digest=digest, applying=self.applying)
+
+
+def _locked(
+    conn: Connection, run_id: str, query: sa.Select[Any], *, lock: bool = True
+) -> _Row | None:
+    """``query``'s columns of the run row ``run_id`` with its state row, or ``None`` when no
+    such run matches ``query``. The run row is locked (``FOR UPDATE OF runs``) unless
+    ``lock`` is false: every writer of a state row locks its run row first, so the run
+    row's lock covers the state row too, and a run without a state row is locked all the
+    same (an outer join)."""
+    joined = query.add_columns(*_STATE_ROW).select_from(_WITH_STATE).where(runs.c.id == run_id)
+    row = conn.execute(joined.with_for_update(of=runs) if lock else joined).first()
+    if row is None:
+        return None
+    cut = len(row) - len(_STATE_ROW)
+    return _Row(tuple(row[:cut]), *row[cut:])
+
+
 def read_state(conn: Connection, run_id: str, status: RunStatus, *, lock: bool) -> Found | None:
     """The checked state of a run in ``status``; ``None`` when the run is not in it;
     :class:`SuspendedStateError` when its row is missing or its signature does not match."""
     if not encodable(run_id):
         return None
-    query = (
-        sa.select(runs.c.status, states.c.state, states.c.decisions, states.c.mac, states.c.digest)
-        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
-        .where(runs.c.id == run_id, runs.c.status == status.value)
-    )
-    row = conn.execute(query.with_for_update(of=runs) if lock else query).first()
-    if row is None:
-        return None
-    return _checked(run_id, row[1], row[2], row[3], row[4])
-
-
-def _checked(
-    run_id: str, text: str | None, decisions: str | None, signature: str | None, digest: Any
-) -> Found:
-    if text is None:
-        raise SuspendedStateError(lost(run_id))
-    try:
-        good = mac_matches(
-            signature, _STATE_PURPOSE, *_signed(run_id, text, decisions), shared=True
-        )
-    except ConfigurationError as exc:
-        raise AuditStoreError(str(exc)) from None
-    if not good:
-        raise SuspendedStateError(lost(run_id))
-    state = decoded(text, run_id)
-    try:
-        chosen = None if decisions is None else decode_json(decisions)
-    except (ValueError, RecursionError):
-        chosen = False  # refused below, never the decoder's message
-    if chosen is not None and type(chosen) is not dict:
-        raise SuspendedStateError(unusable(run_id, "its decisions are not a JSON object"))
-    return Found(state=state, decisions=chosen, digest=digest if type(digest) is str else None)
+    query = sa.select(runs.c.status).where(runs.c.status == status.value)
+    row = _locked(conn, run_id, query, lock=lock)
+    return None if row is None else row.found(run_id)
 
 
 def waiting(conn: Connection, run_id: str, digest: str | None) -> Found:
     """Lock a run that waits (on the turn ``digest``, when given) and return its checked
     state, or raise the refusal (who claimed it and when, stale, unknown);
     :class:`SuspendedStateError` when the state is lost, altered, or not one a resume could
-    go on from (see :func:`~nr_llm_core._audit_suspension.checked`)."""
+    go on from (see :func:`~nr_llm_core._audit_suspension.resumable`)."""
     if not encodable(run_id):
         raise resume_refusal(run_id, None)
-    row = conn.execute(
-        RUN_SELECT.add_columns(
-            states.c.state, states.c.decisions, states.c.mac, states.c.digest, states.c.applying
-        )
-        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
-        .where(runs.c.id == run_id)
-        .with_for_update(of=runs)
-    ).first()
-    record = None if row is None else run_record(tuple(row[:15]))
+    row = _locked(conn, run_id, RUN_SELECT)
+    record = None if row is None else run_record(row.run)
     if row is None or record is None or record["status"] != RunStatus.SUSPENDED:
         raise resume_refusal(run_id, record)
-    if digest is not None and digest != row[18]:
+    if digest is not None and digest != row.digest:
         raise resume_refusal(run_id, record)
-    found = _checked(run_id, row[15], row[16], row[17], row[18])
+    found = row.found(run_id)
     # Checked as a resume checks it before the caller commits anything (ADR 0036): a state
     # nobody can resume leaves the run waiting, its row kept.
-    checked(found.state, run_id, found.digest if found.digest is not None else digest)
-    return attrs.evolve(found, applying=row[19])
+    resumable(found.state, run_id, found.digest if found.digest is not None else digest)
+    return found
 
 
 def begun_refusal(run_id: str) -> str:
@@ -398,24 +419,10 @@ def withdraw_approval(
     under, is kept; a worker never withdraws such a run."""
     if not encodable(run_id):
         return False
-    row = conn.execute(
-        sa.select(
-            runs.c.attempts,
-            runs.c.taken_by,
-            runs.c.status,
-            states.c.state,
-            states.c.decisions,
-            states.c.mac,
-            states.c.digest,
-            states.c.applying,
-        )
-        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
-        .where(runs.c.id == run_id)
-        .with_for_update(of=runs)
-    ).first()
-    if row is None or row[4] is None:
+    row = _locked(conn, run_id, sa.select(runs.c.attempts, runs.c.taken_by, runs.c.status))
+    if row is None or row.decisions is None:
         return False
-    attempts, taken_by, status, begun = row[0], row[1], row[2], row[7]
+    (attempts, taken_by, status), begun = row.run, row.applying
     if begun is not None and worker is not None:
         return False
     if worker is None and status != RunStatus.QUEUED:
@@ -424,7 +431,7 @@ def withdraw_approval(
         status != RunStatus.RUNNING or attempts != attempt or taken_by != claimant_text(worker)
     ):
         return False
-    found = _checked(run_id, row[3], row[4], row[5], row[6])
+    found = row.found(run_id)
     if begun is None:
         put_state(conn, run_id, found.state)
     conn.execute(
@@ -459,22 +466,24 @@ def give_back(conn: Connection, run_id: str, *, attempt: int | None = None) -> b
     (:func:`put_state` keeps the mark and the decisions they were begun under) hands it to a
     worker that answers them as possibly run (ADR 0039).
 
-    With ``attempt``, the run was taken (in that take) and the worker failed before it began
-    anything of it: only while that take is the run's latest, reason :data:`NOT_STARTED`."""
+    With ``attempt``, the run was taken (in that take) and the worker stopped before it
+    began anything of it: only while that take is the run's latest, reason
+    :data:`NOT_STARTED`, or :data:`NOT_STARTED_BEGUN` when a lost worker had begun its
+    approved calls before (they may have run, ADR 0041)."""
     if not encodable(run_id):
         return False
-    if attempt is not None and not holds(conn, run_id, attempt, lock=True):
+    row = _locked(conn, run_id, sa.select(runs.c.status, runs.c.attempts))
+    if row is None or row.text is None:  # no state row: nothing to wait on
         return False
-    row = conn.execute(
-        sa.select(runs.c.status, states.c.run_id, states.c.applying)
-        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
-        .where(runs.c.id == run_id)
-        .with_for_update(of=runs)
-    ).first()
-    if row is None or row[1] is None:
+    status, attempts = row.run
+    if attempt is not None and not _in_take(status, attempts, attempt):
         return False
-    if row[0] not in (RunStatus.QUEUED, RunStatus.RUNNING):
+    if status not in (RunStatus.QUEUED, RunStatus.RUNNING):
         return False
+    if attempt is not None:
+        reason = NOT_STARTED if row.applying is None else NOT_STARTED_BEGUN
+    else:
+        reason = NOT_VERIFIED if row.applying is None else NOT_VERIFIED_BEGUN
     conn.execute(
         sa.update(runs)
         .where(runs.c.id == run_id)
@@ -483,13 +492,7 @@ def give_back(conn: Connection, run_id: str, *, attempt: int | None = None) -> b
             claimed_by=None,
             claimed_at=None,
             taken_by=None,
-            termination_reason=(
-                NOT_STARTED
-                if attempt is not None
-                else NOT_VERIFIED
-                if row[2] is None
-                else NOT_VERIFIED_BEGUN
-            ),
+            termination_reason=reason,
         )
     )
     return True
@@ -528,34 +531,26 @@ def take(
     state (the engine retries it after its worker was lost); else ``None``."""
     if not encodable(run_id):
         return None
-    row = conn.execute(
-        sa.select(
-            runs.c.status,
-            runs.c.attempts,
-            runs.c.trust_zone,
-            runs.c.privacy_level,
-            states.c.state,
-            states.c.decisions,
-            states.c.mac,
-            states.c.digest,
-            states.c.applying,
-        )
-        .select_from(runs.outerjoin(states, states.c.run_id == runs.c.id))
-        .where(runs.c.id == run_id)
-        .with_for_update(of=runs)
-    ).first()
+    row = _locked(
+        conn,
+        run_id,
+        sa.select(runs.c.status, runs.c.attempts, runs.c.trust_zone, runs.c.privacy_level),
+    )
     if row is None:
         return None
-    status, attempts, recorded_zone, level = row[0], int(row[1]), row[2], row[3]
-    if status != RunStatus.QUEUED and not (status == RunStatus.RUNNING and row[4] is not None):
+    status, attempts, recorded_zone, level = row.run
+    attempts = int(attempts)
+    if status != RunStatus.QUEUED and not (status == RunStatus.RUNNING and row.text is not None):
         return None
-    found = _checked(run_id, row[4], row[5], row[6], row[7])
+    found = row.found(run_id)
     # Checked as a claim checks it (ADR 0036), before the run is handed over: a state this
     # worker cannot resume raises here, nothing committed, and the worker gives it back.
-    checked(found.state, run_id, found.digest)
+    # The one check of its signature on a worker's path (ADR 0041): the worker drives the
+    # very bytes checked here.
+    state = resumable(found.state, run_id, found.digest)
     # And the decisions it would act on (ADR 0039): ones a later version wrote in a shape
     # this one does not read are kept for a worker that can, never dropped or failed.
-    _readable_decisions(found, run_id)
+    _readable_decisions(state, found.decisions, run_id)
     zone_now = _stricter_zone(recorded_zone, zone)
     # The run's level and the levels this worker names (its store's, its own, the
     # environment's): the strictest; nothing named never widens or narrows it.
@@ -582,25 +577,28 @@ def take(
         attempt=attempts + 1,
         trust_zone=zone_now,
         privacy_level=level_now,
-        applying=row[8],
+        applying=row.applying,
     )
 
 
-def _readable_decisions(found: Found, run_id: str) -> None:
-    """:class:`SuspendedStateError` in host words unless a worker can act on the decisions
-    stored with ``found``: none for a run queued to start, else a bool for pending call ids
-    only (what :func:`~nr_llm_core.approval.decisions_for` accepts)."""
-    pending = {c.get("id") for c in found.state.get("pending", ()) if type(c) is dict}
-    if found.decisions is None:
-        if pending:
+def _readable_decisions(
+    state: SuspendedRunState, decisions: dict[str, Any] | None, run_id: str
+) -> None:
+    """:class:`SuspendedStateError` in host words unless a worker can act on ``decisions``,
+    stored with ``state``: none for a run queued to start, else what a resume accepts
+    (:func:`~nr_llm_core.approval.decisions_for`: a bool for pending call ids only)."""
+    if decisions is None:
+        if state.pending:
             raise SuspendedStateError(
                 unusable(run_id, "it has pending calls and no decisions this worker can act on")
             )
         return
-    if any(k not in pending or type(v) is not bool for k, v in found.decisions.items()):
+    try:
+        decisions_for(state, decisions)
+    except ApprovalError:
         raise SuspendedStateError(
             unusable(run_id, "its decisions are not ones this worker can read")
-        )
+        ) from None
 
 
 def mark_applying(conn: Connection, run_id: str, worker: str, attempt: int) -> bool:

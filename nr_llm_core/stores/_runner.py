@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
-from nr_llm_core._audit_records import RunRecord, SuspendedStateError
+from nr_llm_core._audit_records import RunRecord, SuspendedStateError, TakenAwayError
 from nr_llm_core._logging import log_exception
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.errors import ApprovalError
@@ -82,11 +82,6 @@ class _Zoned:
 
 
 @final
-class _TakenAway(ApprovalError):
-    """The run was taken from this worker between the take and its claim."""
-
-
-@final
 class _TakenRun:
     """The store as the loop sees it while a worker drives a run it was handed: the run
     already exists (``begin`` names it) and the take was the claim, but for the approved
@@ -102,6 +97,9 @@ class _TakenRun:
         #: Whether this take wrote anything of the run (a step, a settle, a suspension, the
         #: approved calls begun): before that, a failure gives the run back (ADR 0039).
         self.began = False
+        #: Whether the run was settled or suspended through this take: it is no longer this
+        #: take's to end (ADR 0041).
+        self.ended = False
 
     def begin(self, run_id: str | None = None, *, meta: Mapping[str, Any] | None = None) -> str:
         # The run exists; of what the loop would store with a new one, only the trace context
@@ -131,16 +129,18 @@ class _TakenRun:
     def settle(self, run_id: str, status: str, **kwargs: Any) -> None:
         self.began = True
         self._store.settle(run_id, status, attempt=self._taken.attempt, **kwargs)
+        self.ended = True
 
     def suspend(self, run_id: str, state: Mapping[str, Any]) -> None:
         self.began = True
         self._store.suspend(run_id, state, attempt=self._taken.attempt)
+        self.ended = True
 
     def check_held(self, run_id: str) -> None:
-        """Raise :class:`_TakenAway` once this take is not the run's latest: the loop asks
-        before each tool call and each completion (ADR 0039)."""
+        """Raise :class:`~nr_llm_core.audit.TakenAwayError` once this take is not the run's
+        latest: the loop asks before each tool call and each completion (ADR 0039)."""
         if not self._store.holds(run_id, attempt=self._taken.attempt):
-            raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
+            raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
 
     def load_suspended(self, run_id: str) -> Mapping[str, Any] | None:
         return self._taken.state if run_id == self._taken.run_id else None
@@ -151,7 +151,7 @@ class _TakenRun:
         # Committed before any approved call runs: a worker that takes the run after this
         # one is lost answers them as lost instead of running them again.
         if not self._store.mark_applying(run_id, worker=self._worker, attempt=self._taken.attempt):
-            raise _TakenAway(f"run {run_id[:80]!r} was taken from this worker")
+            raise TakenAwayError(f"run {run_id[:80]!r} was taken from this worker")
         self.claimed = self.began = True
         return self._taken.state
 
@@ -222,15 +222,19 @@ class RunExecutor:
         persister = _TakenRun(self.store, taken, self.name)
         try:
             return self._drive(taken, persister)
-        except _TakenAway:
+        except TakenAwayError:
             # The queue handed the run to another worker while this one was paused: that
-            # one holds it now; this one stops at the step boundary where it noticed.
+            # one holds it now; this one stops where it noticed (a step boundary, or the
+            # write that would have ended the run) and writes nothing more (ADR 0041).
             logger.warning(
                 "worker: run %s was taken from this worker (take %d); it stops here",
                 run_id,
                 taken.attempt,
             )
             return "skipped"
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted(taken, persister)
+            raise
         except Exception as exc:
             if not persister.began:
                 # Nothing of the run changed (its provider could not be made for it, say):
@@ -247,6 +251,32 @@ class RunExecutor:
                 log_exception(logger, "worker: could not settle run %s", run_id, exc=again)
             return "failed"
 
+    def _interrupted(self, taken: Taken, persister: _TakenRun) -> None:
+        """This worker is stopped (Ctrl-C, SIGTERM) while its take holds the run: leave the
+        run where a command or a worker acts on it, never ``running`` for a take that is
+        gone (ADR 0041). The loop settles a run it is interrupted in, but only from where it
+        watches for that; before (the provider being made, a take-over's ``resume`` step,
+        the approved calls' claim), this does: a run of which nothing began goes back
+        (``worker_could_not_start``), else it is settled ``cancelled`` (``interrupted``), as
+        the loop settles it. Nothing once the run ended or waits again through this take,
+        or once another take holds it."""
+        if persister.ended:
+            return
+        if not persister.began:
+            # Never cancelled: the approval, or the queued start, is still the operator's.
+            if self._handed_back(taken.run_id, taken.attempt):
+                logger.warning("worker: run %s: stopped before it began; given back", taken.run_id)
+            return
+        try:
+            self.store.settle(
+                taken.run_id,
+                "cancelled",
+                termination_reason="interrupted",
+                attempt=taken.attempt,
+            )
+        except Exception as exc:  # settled, or taken away, meanwhile; or the store is gone
+            log_exception(logger, "worker: could not settle run %s", taken.run_id, exc=exc)
+
     def _handed_back(self, run_id: str, attempt: int) -> bool:
         """Give back a run this take failed on before it began anything of it; whether it
         was (not when the run was taken from this worker meanwhile)."""
@@ -257,8 +287,9 @@ class RunExecutor:
             return False
 
     def _drive(self, taken: Taken, persister: _TakenRun) -> str:
+        # Not verified again: the take checked these very bytes, signature included, in the
+        # transaction that took the run (ADR 0041); a resume below verifies its own copy.
         state = SuspendedRunState.from_dict(taken.state)
-        state.verify()
         provider = self.provider_for(state)
         zoned = _Zoned(provider, stricter_zone(taken.trust_zone, zone_of(provider)))
         loop = ToolLoop(
@@ -299,8 +330,8 @@ class RunExecutor:
                         claimant=self.name,
                         allow_provider_change=True,
                     )
-                except _TakenAway:
-                    raise
+                except TakenAwayError:
+                    raise  # an ApprovalError too, but never one to give the approval back for
                 except ApprovalError as exc:
                     if persister.claimed or not self._give_back(taken, exc):
                         raise

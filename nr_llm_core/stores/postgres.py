@@ -163,12 +163,19 @@ class PostgresStore(StoreBase):
         except sa.exc.SQLAlchemyError as exc:
             raise _st.reworded(exc, self.label) from None
 
-    def _read(self, query: sa.Executable, params: Mapping[str, Any] | None = None) -> list[Any]:
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """A connection whose transaction only reads (rolled back when done); database errors
+        become :class:`AuditStoreError`."""
         try:
             with self.engine.connect() as conn:
-                return list(conn.execute(query, params or {}).all())
+                yield conn
         except sa.exc.SQLAlchemyError as exc:
             raise _st.reworded(exc, self.label) from None
+
+    def _read(self, query: sa.Executable, params: Mapping[str, Any] | None = None) -> list[Any]:
+        with self._reading() as conn:
+            return list(conn.execute(query, params or {}).all())
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -323,7 +330,7 @@ class PostgresStore(StoreBase):
         """Give a run its final ``status`` and delete any saved state; as
         :meth:`AgentRunPersister.settle <nr_llm_core.audit.AgentRunPersister.settle>`. With
         ``attempt`` (a worker's take), only while that take is the run's latest, else
-        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
+        :class:`~nr_llm_core.audit.TakenAwayError` (ADR 0039)."""
         final_status = RunStatus(status)
         if not final_status.final:
             raise AuditStoreError(f"{final_status.value!r} is not a final status")
@@ -342,8 +349,7 @@ class PostgresStore(StoreBase):
         if usage is not None:
             values["tokens_in"], values["tokens_out"] = tokens(usage)
         with self._write() as conn:
-            _st.require_open(conn, run_id)
-            _st.require_take(conn, run_id, attempt)
+            _st.require_open(conn, run_id, attempt)
             conn.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
             conn.execute(sa.delete(states).where(states.c.run_id == run_id))
         self._levels.pop(run_id, None)
@@ -357,11 +363,10 @@ class PostgresStore(StoreBase):
         signed with the host secret, which a shared store requires
         (``$NR_LLM_SECRET`` or ``$NR_LLM_SECRET_FILE``); it is deleted when the wait ends.
         With ``attempt`` (a worker's take), only while that take is the run's latest, else
-        :class:`~nr_llm_core.stores._pg_states.TakenAwayError` (ADR 0039)."""
+        :class:`~nr_llm_core.audit.TakenAwayError` (ADR 0039)."""
         refuse_artifacts(state)
         with self._write() as conn:
-            _st.require_open(conn, run_id)
-            _st.require_take(conn, run_id, attempt)
+            _st.require_open(conn, run_id, attempt)
             _st.put_state(conn, run_id, state)
             values: dict[str, Any] = {
                 "status": RunStatus.SUSPENDED.value,
@@ -602,8 +607,14 @@ class PostgresStore(StoreBase):
     def holds(self, run_id: str, *, attempt: int) -> bool:
         """Whether the run is ``running`` in its take number ``attempt`` (the latest take:
         the queue has not handed it to another worker since, ADR 0039)."""
-        with self._write() as conn:
-            return _st.holds(conn, run_id, attempt, lock=False)
+        # A plain read suffices (it never locked): the answer is the last committed row. A
+        # lock would only make a take in flight wait to be seen, the same race as a take
+        # that commits just after the check (ADR 0039's "not covered"), and the answer goes
+        # stale the moment either returns. What this take writes afterwards is refused
+        # under the run row's lock anyway (record_step, settle, suspend, mark_applying): the
+        # check only stops a stale take before a tool call or a completion.
+        with self._reading() as conn:
+            return _st.holds(conn, run_id, attempt)
 
     def mark_applying(self, run_id: str, *, worker: str, attempt: int) -> bool:
         """Record, committed, that ``worker`` begins running the approved calls of the run it
