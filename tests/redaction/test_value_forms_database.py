@@ -18,23 +18,28 @@ from pathlib import Path
 import pytest
 
 from ._support import PATHS, assert_absent, nest, run_into, texts
-from .test_value_forms import CASES
+from .test_value_forms import CASES, NOT_IN_JSON_STRINGS, Case
 
 
-def _payload(tag: str) -> str:
-    return "\n".join(case.text.replace(case.canary, tag + case.canary) for case in CASES)
+def _cases(depth: int) -> list[Case]:
+    return [c for c in CASES if not depth or c.name not in NOT_IN_JSON_STRINGS]
+
+
+def _payload(tag: str, depth: int) -> str:
+    return "\n".join(c.text.replace(c.canary, tag + c.canary) for c in _cases(depth))
 
 
 @pytest.mark.parametrize("depth", [0, 1])
 def test_no_value_form_reaches_the_database(depth: int, tmp_path: Path) -> None:
-    payloads = {tag: nest(_payload(tag), depth) for tag in PATHS}
+    cases = _cases(depth)
+    payloads = {tag: nest(_payload(tag, depth), depth) for tag in PATHS}
     for tag, payload in payloads.items():
         assert len(payload) < 2000  # under the redactor's cap: nothing is cut away
-        for case in CASES:
+        for case in cases:
             assert tag + case.canary in payload
     stored = run_into(tmp_path / "audit.db", payloads)
-    assert_absent(stored, {tag: [tag + case.canary for case in CASES] for tag in PATHS})
-    copies = [json.loads(s) if depth else s for s in texts(stored.records) if "\n" in s or depth]
-    for case in CASES:
+    assert_absent(stored, {tag: [tag + case.canary for case in cases] for tag in PATHS})
+    copies = [json.loads(s) if depth and s.startswith('"') else s for s in texts(stored.records)]
+    for case in cases:
         for kept in case.kept:
-            assert any(kept in s for s in copies if isinstance(s, str)), kept
+            assert any(kept in s for s in copies), kept
