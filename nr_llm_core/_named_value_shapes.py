@@ -196,7 +196,9 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         # A command line's long option under a credential name (ADR 0043): its value after
         # "=" or a space, quoted values read as the shape below reads them.
         rf"(?<![A-Za-z0-9_.-])--{_CREDENTIAL_NAME}(?:(?P<eq>=)|[ \t]{{1,8}})"
-        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>()\[\]{{}}=,][^\s{_Q}`;|&<>]*))",
+        # A value never starts with "-" (the next flag, which may be one of these) or a
+        # backslash (an escaped quote in a JSON string: the decoded view reads it as a quote).
+        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>()\[\]{{}}=,\\-][^\s{_Q}`;|&<>]*))",
         check.flag_value,
         quoted=check.quoted_credential,
         source="command-line options (--password, --token, --api-key, --client-secret …), "
@@ -226,7 +228,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         r"|mariadb(?:-dump|-admin|-import|-show|-check)?)|sshpass"
         r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)(?![A-Za-z0-9_.-])"
         r"[^\r\n;|&]{0,240}?[ \t]-p(?(attached)|[ \t]{0,8})"
-        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>-][^\s{_Q}`;|&<>]*))",
+        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>\\-][^\s{_Q}`;|&<>]*))",
         check.tool_password,
         quoted=check.flag_password,
         source="the MySQL, MariaDB, sshpass and MongoDB clients' -p <password>",

@@ -20,7 +20,7 @@ not JSON (JSON text is read as JSON first: ADR 0035):
 - *Over lines*: a part that is not closed on its line goes on over the next lines to its
   closing quote, as YAML, the shell and ``.env`` files read a quoted value (ADR 0043), unless
   a quote of the other kind that ends a string comes first (the end of the string the value is
-  in: ``["PW='cut", "next"]``).
+  in: ``["PW='cut", "next"]``); the value ends there (no part side by side after it).
 - *An unclosed quote* (a value cut by a cap, a quote never closed) runs to the end of its first
   line, or to a quote of the other kind that ends a string, whichever comes first.
 - *A phrase* (ADR 0043): an unquoted value at the start of an INI, ``.env``, properties or
@@ -164,12 +164,15 @@ class QuoteReader:
                     break  # a quote that ends a string, not the start of another part
                 on_line = _DOUBLE_END if quote == '"' else single
                 end, found = self._closing(on_line, pos + 1)
-                if found != quote:
-                    end, found = self._closing(_OVER_LINES[on_line], pos + 1)
+                if found == quote:
+                    pos, closed = end, True
+                    continue
+                end, found = self._closing(_OVER_LINES[on_line], pos + 1)
                 if found != quote:
                     return self._unclosed_end(pos + 1, quote), False
-                pos, closed = end, True
-                continue
+                # Over lines, the value ends at its closing quote: what follows it may be the
+                # next line's name and value (a quote found there may open that value).
+                return end, True
             bare = _BARE.match(text, pos)  # never past the part of the text it reads
             if bare is None:
                 break

@@ -382,6 +382,17 @@ _NAMING_WORDS: Final = (
 _CODE_CHARS: Final = frozenset("()[]{}<>=\"'`$%|&+*/\\")
 
 
+def _shell_assignment(m: re.Match[str]) -> bool:
+    # NAME=value with no space, under an environment variable's name (no lowercase letter).
+    name = m.group("name") or ""
+    return (
+        m.string.startswith("=", m.start("before"))
+        and not m.group("before")
+        and not m.group("after")
+        and not any(c.islower() for c in name)
+    )
+
+
 def phrase_credential(m: re.Match[str], phrase: str) -> bool:
     """Whether ``phrase``, the rest of a line after a credential name that starts it (INI,
     ``.env``, properties, YAML: ``password = two words``; ADR 0043), is a secret: a run of
@@ -395,9 +406,11 @@ def phrase_credential(m: re.Match[str], phrase: str) -> bool:
         return False
     if phrase[-1] in ".:?!" and phrase[0].isupper():
         return False  # a sentence
-    name = (m.group("name") or "").lower()
-    if name.endswith(("sig", "signature")):
+    name = m.group("name") or ""
+    if name.lower().endswith(("sig", "signature")):
         return False
+    if _shell_assignment(m):
+        return False  # PGPASSWORD=s3cret psql -h db: the shell ends the value at a space
     for word in words:
         plain = word.strip(".,:;!?").lower()
         if plain in _PROSE_WORDS or any(w in plain for w in _NAMING_WORDS):
