@@ -509,8 +509,9 @@ def url_credentials(m: re.Match[str]) -> str:
 
 
 def _is_url_template(password: str) -> bool:
-    # A URL's template in docs: user:PASSWORD@ (a metavariable), user:password@ (the word).
-    return _METAVAR.fullmatch(password) is not None or password in ("password", "passwd", "pass")
+    # A URL's template in docs: user:password@, user:PASSWORD@ (the word itself, in any case;
+    # other capitals can be a real password: admin:SECRETTEXT@).
+    return password.lower() in ("password", "passwd", "pass")
 
 
 def _looks_like_token(token: str) -> bool:
