@@ -43,6 +43,13 @@ _ESCAPE: Final = re.compile(
     r"|&(?:(?P<named>quot|apos|amp|lt|gt)|#0*+(?P<decimal>[0-9]{1,7})"
     r"|#[xX]0*+(?P<hex>[0-9A-Fa-f]{1,6}));"
 )
+# URL and HTML encoding only, and a form's "+" for a space: JSON written so keeps its own
+# escapes, and is read as JSON (ADR 0043).
+_WEB_ESCAPE: Final = re.compile(
+    r"\+|%(?P<percent>[0-9A-Fa-f]{2})"
+    r"|&(?:(?P<named>quot|apos|amp|lt|gt)|#0*+(?P<decimal>[0-9]{1,7})"
+    r"|#[xX]0*+(?P<hex>[0-9A-Fa-f]{1,6}));"
+)
 _CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t"}
 _NAMED: Final = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}
 
@@ -73,14 +80,15 @@ def _decoded(m: re.Match[str]) -> str | None:
     return chr(code) if 0x20 <= code <= 0x7E else None
 
 
-def _decode_once(text: str) -> tuple[str, array[int]] | None:
+def _decode_once(text: str, backslashes: bool = True) -> tuple[str, array[int]] | None:
     """``text`` with its escapes decoded, and where each of its characters starts in ``text``
-    (one entry more: ``len(text)``); ``None`` when nothing decodes."""
+    (one entry more: ``len(text)``); ``None`` when nothing decodes. Without ``backslashes``,
+    only URL and HTML encoding are decoded, and a ``+`` is a space (a form's encoding)."""
     parts: list[str] = []
     starts: array[int] = array("q")
     pos = 0
-    for m in _ESCAPE.finditer(text):
-        char = _decoded(m)
+    for m in (_ESCAPE if backslashes else _WEB_ESCAPE).finditer(text):
+        char = " " if m.group() == "+" else _decoded(m)
         if char is None:
             continue
         start, end = m.span()
@@ -119,14 +127,16 @@ class DecodedView:
         self._groups: list[tuple[int, int, str]] = []
 
     @classmethod
-    def of(cls, source: str) -> DecodedView | None:
-        """The decoded view of ``source``, or ``None`` when nothing in it decodes."""
-        decoded = _decode_once(source)
+    def of(cls, source: str, *, backslashes: bool = True) -> DecodedView | None:
+        """The decoded view of ``source``, or ``None`` when nothing in it decodes. Without
+        ``backslashes``, only URL and HTML encoding are decoded (and a form's ``+``): the view
+        in which URL- or HTML-encoded JSON is read as JSON (ADR 0043)."""
+        decoded = _decode_once(source, backslashes)
         if decoded is None:
             return None
         text, starts = decoded
         for _ in range(MAX_LAYERS - 1):
-            again = _decode_once(text)
+            again = _decode_once(text, backslashes)
             if again is None:
                 break
             text, inner = again

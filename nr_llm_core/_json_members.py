@@ -39,7 +39,7 @@ from array import array
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "NameJudge", "mask_members"]
+__all__ = ["MAX_STRING_DEPTH", "MemberJudge", "NameJudge", "mask_members", "member_regions"]
 
 #: How many JSON strings deep JSON text is read (a quote 8 strings deep has 255 backslashes).
 MAX_STRING_DEPTH: Final = 8
@@ -245,9 +245,24 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
     """``text`` with every string and number under a credential name (``is_name``) replaced
     by the mask ``judge`` gives it, if any (module docstring); ``text`` itself when it holds
     none."""
-    if _JSON_START.search(text) is None:
+    regions = member_regions(text, is_name, judge)
+    if not regions:
         return text
+    parts: list[str] = []
+    pos = 0
+    for low, high, replacement in regions:
+        parts += (text[pos:low], replacement)
+        pos = high
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def member_regions(text: str, is_name: NameJudge, judge: MemberJudge) -> list[tuple[int, int, str]]:
+    """What :func:`mask_members` replaces in ``text``: ``(start, end, mask)`` for each string's
+    content and number it masks, in order, disjoint, none empty."""
     regions: list[tuple[int, int, str]] = []
+    if _JSON_START.search(text) is None:
+        return regions
     # Each layer: JSON text, where each of its characters starts in ``text`` (None at the top:
     # where it is), how many JSON strings deep it is, and what was read in it.
     layers: list[tuple[str, array[int] | None, int, list[_Scalar]]] = [
@@ -277,13 +292,5 @@ def mask_members(text: str, is_name: NameJudge, judge: MemberJudge) -> str:
                 if starts is not None:
                     inner = array("q", map(starts.__getitem__, inner))
                 layers.append((value, inner, depth + 1, nested))
-    if not regions:
-        return text
     regions.sort()
-    parts: list[str] = []
-    pos = 0
-    for low, high, replacement in regions:
-        parts += (text[pos:low], replacement)
-        pos = high
-    parts.append(text[pos:])
-    return "".join(parts)
+    return regions

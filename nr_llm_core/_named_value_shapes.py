@@ -193,19 +193,73 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
     ),
     SecretPattern(
         "credential-value",
+        # A command line's long option under a credential name (ADR 0043): its value after
+        # "=" or a space, quoted values read as the shape below reads them.
+        rf"(?<![A-Za-z0-9_.-])--{_CREDENTIAL_NAME}(?:(?P<eq>=)|[ \t]{{1,8}})"
+        # A value never starts with "-" (the next flag, which may be one of these) or a
+        # backslash (an escaped quote in a JSON string: the decoded view reads it as a quote).
+        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>()\[\]{{}}=,\\-][^\s{_Q}`;|&<>]*))",
+        check.flag_value,
+        quoted=check.quoted_credential,
+        source="command-line options (--password, --token, --api-key, --client-secret …), "
+        "as gitleaks' generic-api-key reads a value after a keyword",
+        positive=(
+            "tool --password ⟦hunter2-x⟧ --verbose",
+            "tool --password=⟦letmein⟧ run",
+            "gh auth login --with-token --token ⟦abc123def⟧",
+            "llm --api-key ⟦k-12345678⟧",
+            'tool --client-secret "⟦two words here⟧" x',
+        ),
+        negative=(
+            "usage: tool [-h] [--password PASSWORD] [--token TOKEN]",
+            'tool --password "$DB_PASSWORD" --user ann',
+            "tool --password --user ann",
+            "Use the --password option.",
+            "--token-file /run/secrets/token",
+        ),
+    ),
+    SecretPattern(
+        "credential-value",
+        # A client known to take a password right after its flag (ADR 0043): MySQL's and
+        # MariaDB's -p<password> (attached only: "-p db" prompts, and db is a database),
+        # sshpass's and the MongoDB tools' -p <password>. Other tools' -p is kept (mkdir -p,
+        # gcc -pthread, docker run -p 8080:80).
+        r"(?<![A-Za-z0-9_.-])(?:(?P<attached>mysql(?:dump|admin|import|show|check|pump|slap)?"
+        r"|mariadb(?:-dump|-admin|-import|-show|-check)?)|sshpass"
+        r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)(?![A-Za-z0-9_.-])"
+        r"[^\r\n;|&]{0,240}?[ \t]-p(?(attached)|[ \t]{0,8})"
+        rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>\\-][^\s{_Q}`;|&<>]*))",
+        check.tool_password,
+        quoted=check.flag_password,
+        source="the MySQL, MariaDB, sshpass and MongoDB clients' -p <password>",
+        positive=(
+            "mysql -u root -p⟦s3cret-pw⟧ shop",
+            "sshpass -p ⟦s3cret-pw⟧ ssh host",
+            "mongosh -u admin -p ⟦s3cret-pw⟧ db",
+        ),
+        negative=(
+            "mysql -u root -p shop",
+            "mkdir -p build/out",
+            "mysql -h db -P 3306 -p3306 shop",
+        ),
+    ),
+    SecretPattern(
+        "credential-value",
         # In a query string (after ? or &) a value ends at & or #; elsewhere those are part of
         # it ("password=Tr0ub4dor&3" must not leave "&3" behind).
         rf"(?<![A-Za-z0-9_.-])(?:(?<=[?&])(?P<query>)|){_CREDENTIAL_NAME}[{_Q}]?"
         # A value that starts with a quote is read whole by nr_llm_core/_quoted_values.py; a
-        # quote that a space, a closing mark with nothing after it, an operator and a space,
-        # or a method call follows ends a string in code ("token: " + t, f("token:"),
-        # "token=".join(...)). A value may start with those marks: ".Xk3", ")s3cr3t".
+        # quote that a closing mark with nothing after it, an operator and a space, or a
+        # method call follows ends a string in code (f("token:"), "token=".join(...)), and
+        # so does one a space follows unless check.opens_value says otherwise ("token: " + t).
+        # A value may start with those marks: ".Xk3", ")s3cr3t".
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})"
         rf"(?:(?P<open>[{_Q}])"
-        rf"(?!\s|[,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
+        rf"(?![,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
         rf"|(?P<quote>`)?(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*)))",
         check.credential,
         quoted=check.quoted_credential,
+        phrase=check.phrase_credential,
         source="detect-secrets KeywordDetector (names) with its heuristic filters; gitleaks "
         "generic-api-key and its allowlist; noseyparker np.generic.5",
         positive=(

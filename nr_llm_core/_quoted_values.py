@@ -17,15 +17,21 @@ not JSON (JSON text is read as JSON first: ADR 0035):
   ``"abc"def``. A quote after a closing quote starts another part unless what follows it ends a
   string (``,``, ``:``, ``]``, ``}``, ``)``, a space, a line break): ``{"env": "PW='x'"}`` ends
   the value before the JSON string's own closing quote.
-- *An unclosed quote* (a value cut by a cap, or a multi-line value) runs to the end of its
-  line, or to a quote of the other kind that ends a string (``["PW='cut", "next"]``), whichever
-  comes first.
+- *Over lines*: a part that is not closed on its line goes on over the next lines to its
+  closing quote, as YAML, the shell and ``.env`` files read a quoted value (ADR 0043), unless
+  a quote of the other kind that ends a string comes first (the end of the string the value is
+  in: ``["PW='cut", "next"]``); the value ends there (no part side by side after it).
+- *An unclosed quote* (a value cut by a cap, a quote never closed) runs to the end of its first
+  line, or to a quote of the other kind that ends a string, whichever comes first.
+- *A phrase* (ADR 0043): an unquoted value at the start of an INI, ``.env``, properties or
+  YAML line runs to the end of that line (:meth:`QuoteReader.phrase_end`), before a comment
+  (`` #``, `` ;``) or a quote.
 
 Linear: each part is one regex search (a possessive run of backslash pairs after a negative
 lookbehind, as :mod:`nr_llm_core._json_members` finds a closing quote), and the caller goes on
-after the value. A search that finds no closing quote goes to the end of its line, past where
-the value ends; it is never repeated over that line: an opening quote is never escaped, so
-another value opening with that quote there would have closed the first.
+after the value. A search that goes past where the value ends (to the end of a line, or over
+lines to a closing quote that is not there) is remembered per regex: a later search from a
+position inside what it went over gives the same answer without reading it again.
 """
 
 from __future__ import annotations
@@ -41,6 +47,21 @@ _DOUBLE_END: Final = re.compile(r'(?<!\\)(?:\\\\)*+["\r\n]')
 # before n or r): a raw ' is common inside a JSON string, where the next line starts there.
 _SINGLE_END: Final = re.compile(r"['\r\n]|(?<!\\)\\++[nr]")
 _SINGLE_END_ESCAPED: Final = re.compile(r"(?<!\\)(?:(?:\\\\)*+['\r\n]|\\++[nr])")
+
+
+def _ends_a_string(other: str) -> str:
+    # A quote of the other kind that ends a string (one before , : ] } or ) or at the end of a
+    # line), a backslash run before it outside.
+    return rf"(?<!\\)\\*+{other}(?=[,:\]}})]|[\r\n]|\Z)"
+
+
+# A part not closed on its line, read on over lines (ADR 0043): its closing quote, or the end of
+# the string it is in, whichever comes first. Per reading: the shell's ' has no escapes.
+_OVER_LINES: Final = {
+    _DOUBLE_END: re.compile(r'(?<!\\)(?:\\\\)*+"|' + _ends_a_string("'")),
+    _SINGLE_END: re.compile("'|" + _ends_a_string('"')),
+    _SINGLE_END_ESCAPED: re.compile(r"(?<!\\)(?:\\\\)*+'|" + _ends_a_string('"')),
+}
 # Characters a value goes on with after a closing quote, outside quotes: none of the
 # punctuation that ends a value in code, a query or JSON; a backslash only as the shell's \'.
 _BARE: Final = re.compile(r"(?:[^\s\"'`\\,;:<>=&#|(){}\[\]]|\\')++")
@@ -54,15 +75,24 @@ _UNCLOSED_END: Final = {
 # After a closing quote, a quote followed by one of these ends a string, and is no new part:
 # JSON's punctuation, a space, a line break (as written, or escaped), an escaped quote.
 _ENDS_A_STRING: Final = re.compile(r'[,:\]})\s]|\\++[nrt"]|\Z')
+# Where a phrase ends: a comment after a space, a quote or backtick (a backslash run before it
+# stays outside), a line break, written or escaped. Each run is tried only where it starts.
+_PHRASE_END: Final = re.compile(r"(?<![ \t])[ \t]++[#;]|(?<!\\)\\*+[\"'`]|[\r\n]|(?<!\\)\\++[nrt]")
+# What may stand between a line's start and a name that starts it: indentation, then shell's
+# export, a YAML list's dash or INI's comment-free nothing. Read backwards, this far at most.
+_LINE_LEAD_MAX: Final = 80
+_LINE_WORDS: Final = ("export", "-", "set")
 
 
 class QuoteReader:
-    """Reads the quoted values of one text (module docstring)."""
+    """Reads the quoted values and phrases of one text (module docstring)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("_last", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
+        # Per regex, the last search: from where, and what it found.
+        self._last: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
 
     def value_end(self, start: int) -> tuple[int, bool]:
         """Where the value whose opening quote is at ``start`` ends (the index after it), and
@@ -71,13 +101,54 @@ class QuoteReader:
         python = self._reading(start, _SINGLE_END_ESCAPED)
         return max(shell, python)
 
+    def starts_a_line(self, pos: int) -> bool:
+        """Whether only indentation (and ``export``, ``set`` or a YAML list's ``-``) stands
+        between ``pos`` and the start of its line or of the string it is in (a quote)."""
+        text = self.text
+        low = max(0, pos - _LINE_LEAD_MAX)
+        lead = text[low:pos]
+        cut = max(lead.rfind("\n"), lead.rfind("\r"))
+        if cut < 0:
+            if low > 0:
+                return False  # too far from the line's start for indentation
+            head = lead
+        else:
+            head = lead[cut + 1 :]
+        for quote in "\"'":
+            opened = head.rfind(quote)
+            if opened >= 0:
+                head = head[opened + 1 :]  # the start of a string the line is in
+        words = head.split()
+        return all(word in _LINE_WORDS for word in words)
+
+    def phrase_end(self, start: int) -> int:
+        """Where a phrase that starts at ``start`` ends: before a comment, a quote or the
+        line's end, trailing spaces left out."""
+        m = self._search(_PHRASE_END, start)
+        end = len(self.text) if m is None else m.start()
+        while end > start and self.text[end - 1] in " \t":
+            end -= 1
+        return end
+
     def _closing(self, regex: re.Pattern[str], pos: int) -> tuple[int, str]:
         """The closing quote or line end ``regex`` finds from ``pos``: where it ends and its
         last character ("" at the end of the text)."""
-        m = self.regex_search(regex, pos)
+        m = self._search(regex, pos)
         if m is None:
             return len(self.text), ""
         return m.end(), m.group()[-1]
+
+    def _search(self, regex: re.Pattern[str], pos: int) -> re.Match[str] | None:
+        # A match starts where it starts whatever the search's start (lookbehinds read the
+        # text before it): a search from inside what the last one went over finds the same.
+        last = self._last.get(regex)
+        if last is not None:
+            since, m = last
+            if since <= pos and (m is None or pos <= m.start()):
+                return m
+        m = self.regex_search(regex, pos)
+        self._last[regex] = (pos, m)
+        return m
 
     def regex_search(self, regex: re.Pattern[str], pos: int) -> re.Match[str] | None:
         """``regex.search(text, pos)``: every search goes through here (the tests count it)."""
@@ -91,11 +162,17 @@ class QuoteReader:
             if quote in "\"'":
                 if pos > start and _ENDS_A_STRING.match(text, pos + 1):
                     break  # a quote that ends a string, not the start of another part
-                end, found = self._closing(_DOUBLE_END if quote == '"' else single, pos + 1)
+                on_line = _DOUBLE_END if quote == '"' else single
+                end, found = self._closing(on_line, pos + 1)
+                if found == quote:
+                    pos, closed = end, True
+                    continue
+                end, found = self._closing(_OVER_LINES[on_line], pos + 1)
                 if found != quote:
                     return self._unclosed_end(pos + 1, quote), False
-                pos, closed = end, True
-                continue
+                # Over lines, the value ends at its closing quote: what follows it may be the
+                # next line's name and value (a quote found there may open that value).
+                return end, True
             bare = _BARE.match(text, pos)  # never past the part of the text it reads
             if bare is None:
                 break
@@ -103,5 +180,5 @@ class QuoteReader:
         return pos, closed
 
     def _unclosed_end(self, pos: int, quote: str) -> int:
-        m = self.regex_search(_UNCLOSED_END[quote], pos)
+        m = self._search(_UNCLOSED_END[quote], pos)
         return len(self.text) if m is None else m.start()

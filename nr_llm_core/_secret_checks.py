@@ -15,8 +15,11 @@ from collections.abc import Callable
 from typing import Final
 
 __all__ = [
+    "CARD_MAX_DIGITS",
+    "CARD_MIN_DIGITS",
     "KEY_BEGIN",
     "MASK_OPEN",
+    "ONE_MASK",
     "Replacer",
     "authorization",
     "basic",
@@ -25,13 +28,17 @@ __all__ = [
     "cookie",
     "credential",
     "flag_password",
+    "flag_value",
     "is_card_number",
     "keep_prefix",
     "key_blocks",
     "luhn_valid",
     "mask",
     "member_is_secret",
+    "opens_value",
+    "phrase_credential",
     "quoted_credential",
+    "tool_password",
     "url_credentials",
 ]
 
@@ -99,6 +106,11 @@ _CARD_RANGES: Final = (
     ("6759", "6759", frozenset(range(13, 20))),
     ("6761", "6763", frozenset(range(13, 20))),
 )
+
+
+#: The fewest and the most digits a card number of any network has.
+CARD_MIN_DIGITS: Final = min(min(lengths) for _, _, lengths in _CARD_RANGES)
+CARD_MAX_DIGITS: Final = max(max(lengths) for _, _, lengths in _CARD_RANGES)
 
 
 def is_card_number(digits: str) -> bool:
@@ -212,7 +224,10 @@ def credential(m: re.Match[str]) -> str:
     # reference or a small number is text; a literal closed right after the value is a value.
     # Backticks delimit but do not make a literal: in Markdown they mark code in prose.
     # (A value that starts with a quote is judged whole by quoted_credential.)
-    quoted = m.group("quote") is None and _literal_assignment(m)
+    # A query string holds no code: its value is the value itself (?api_key=letmein).
+    quoted = m.group("quote") is None and (
+        _literal_assignment(m) or m.groupdict().get("query") is not None
+    )
     if not quoted and len(m.group("before")) > _ALIGNED:
         return m.group()  # an aligned table or grammar ("token          = 1*tchar")
     if m.group("name").lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN:
@@ -245,6 +260,164 @@ def quoted_credential(m: re.Match[str], value: str) -> bool:
     return not (name.lower().endswith(("sig", "signature")) and len(core) < _SIGNATURE_MIN)
 
 
+# Words that start an expression rather than a value ("token: " if x else ""): a quote that a
+# space and one of these follow ends a string in code.
+_LINE_BREAK: Final = re.compile(r"[\r\n]|\\[nr]")
+_CODE_WORDS: Final = frozenset(
+    {"if", "else", "and", "or", "not", "in", "is", "for", "as", "then", "fi", "do", "done"}
+)
+
+
+def opens_value(value: str, closed: bool) -> bool:
+    """Whether the quote before ``value`` (read to its end: ``closed`` when a closing quote
+    ends it) opens a value, when ``value`` starts with a space (ADR 0043): only when it is
+    closed on its line and what follows the space starts a word that is not code
+    (``password: " hunter2"``). Otherwise the quote most likely ends a string in code
+    (``"password: " + pw``, ``"token: " if x else ""``) and the text after it is no value."""
+    if not value[:1].isspace():
+        return True
+    core = value.strip()
+    # Over lines, written or escaped as a JSON string escapes them, is no value either.
+    if not closed or _LINE_BREAK.search(value) or not core[:1].isalnum():
+        return False
+    return core.split(None, 1)[0].lower() not in _CODE_WORDS
+
+
+# Words of prose: a phrase under a credential name that holds one is a description
+# ("password: the one you chose", "token: see below"), not a passphrase.
+_PROSE_WORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "if",
+        "else",
+        "or",
+        "and",
+        "not",
+        "no",
+        "but",
+        "when",
+        "which",
+        "who",
+        "what",
+        "where",
+        "how",
+        "you",
+        "your",
+        "we",
+        "our",
+        "they",
+        "their",
+        "can",
+        "will",
+        "may",
+        "must",
+        "should",
+        "would",
+        "could",
+        "see",
+        "use",
+        "used",
+        "set",
+        "get",
+        "none",
+        "optional",
+        "required",
+        "default",
+        "defaults",
+        "e.g.",
+        "i.e.",
+        "via",
+        "per",
+        "than",
+        "then",
+        "so",
+        "do",
+        "does",
+        "only",
+        "also",
+        "any",
+        "all",
+        "each",
+        "every",
+        "one",
+        "there",
+        "here",
+        "yes",
+        "same",
+        "below",
+        "above",
+        "like",
+    ]
+)
+# Words that name what the value is (a description: "token: API token", "password: User
+# password") rather than being it.
+_NAMING_WORDS: Final = (
+    "password", "passwd", "passphrase", "token", "secret", "key", "credential", "signature",
+    "cookie", "pwd",
+)  # fmt: skip
+# Characters of code, markup or a template in a phrase: "token = tokens[0] if t else None".
+_CODE_CHARS: Final = frozenset("()[]{}<>=\"'`$%|&+*/\\")
+
+
+def _shell_assignment(m: re.Match[str]) -> bool:
+    # NAME=value with no space, under an environment variable's name (no lowercase letter).
+    name = m.group("name") or ""
+    return (
+        m.string.startswith("=", m.start("before"))
+        and not m.group("before")
+        and not m.group("after")
+        and not any(c.islower() for c in name)
+    )
+
+
+def phrase_credential(m: re.Match[str], phrase: str) -> bool:
+    """Whether ``phrase``, the rest of a line after a credential name that starts it (INI,
+    ``.env``, properties, YAML: ``password = two words``; ADR 0043), is a secret: a run of
+    words with no code, markup or template in it, no word of prose or one that names the value
+    (``password: The password to use.``, ``token: API token``), not a sentence, not under a
+    signature's name, and not aligned as a table is."""
+    words = phrase.split()
+    if len(words) < 2 or len(m.group("before") or "") > _ALIGNED:
+        return False
+    if any(c in _CODE_CHARS for c in phrase):
+        return False
+    if phrase[-1] in ".:?!" and phrase[0].isupper():
+        return False  # a sentence
+    name = m.group("name") or ""
+    if name.lower().endswith(("sig", "signature")):
+        return False
+    if _shell_assignment(m):
+        return False  # PGPASSWORD=s3cret psql -h db: the shell ends the value at a space
+    for word in words:
+        plain = word.strip(".,:;!?").lower()
+        if plain in _PROSE_WORDS or any(w in plain for w in _NAMING_WORDS):
+            return False
+    return True
+
+
 # A port mapping or a port (docker's -p"8080:80", ssh's -p'22'): never a password.
 _PORTS: Final = re.compile(r"[0-9]{1,5}|(?:[0-9.]{1,39}:){1,2}[0-9]{1,5}(?:/(?:tcp|udp))?")
 
@@ -255,8 +428,43 @@ def flag_password(m: re.Match[str], value: str) -> bool:
     return quoted_credential(m, value) and _PORTS.fullmatch(value.strip()) is None
 
 
-# A value that is one mask and nothing else.
-_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+# A metavariable in a usage line (--password PASSWORD, --token=TOKEN): capitals and _ or -.
+_METAVAR: Final = re.compile(r"[A-Z][A-Z0-9_-]*+")
+
+
+def flag_value(m: re.Match[str]) -> str:
+    """Replacer for a credential flag's unquoted value (``--password s3cret``,
+    ``--api-key=…``; ADR 0043): masked unless it is another flag, a metavariable, a
+    placeholder or template; after a space, also kept when it is a word, a code reference or
+    a small number (prose: "use --password option"), as :func:`credential` keeps one. After
+    ``=`` the value is joined to its flag, so a word is the value itself."""
+    value = m.group("secret")
+    core = value.rstrip(")]},.:!?")
+    if m.string.startswith(('"', "'"), m.end()):
+        core = core.rstrip("\\")
+    if len(core) < 2 or core[0] in "-([{!" or not any(c.isalnum() for c in core):
+        return m.group()
+    if _is_placeholder(core) or _METAVAR.fullmatch(core):
+        return m.group()
+    if m.group("eq") is None and (
+        _is_word(core) or _is_code_reference(core) or _SMALL_NUMBER.fullmatch(core)
+    ):
+        return m.group()
+    return keep_prefix("credential-value")(m)
+
+
+def tool_password(m: re.Match[str]) -> str:
+    """Replacer for a password right after the password flag of a client known to take one
+    there (MySQL's ``-ps3cret``, ``sshpass -p s3cret``, ``mongosh -p s3cret``; ADR 0043):
+    masked unless it is a placeholder, template or port."""
+    core = m.group("secret")
+    if len(core) < 2 or _is_placeholder(core) or _PORTS.fullmatch(core):
+        return m.group()
+    return keep_prefix("credential-value")(m)
+
+
+#: One mask, as :func:`mask` writes it.
+ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 # A letter or digit anywhere (a value without one is punctuation: "***", "--").
 _ALNUM: Final = re.compile(r"[^\W_]")
 
@@ -275,7 +483,7 @@ def member_is_secret(name: str, value: str, *, quoted: bool) -> bool:
     word) it cannot tell from a secret here.
     """
     core = value.strip()
-    if len(core) < 2 or _ALNUM.search(core) is None or _ONE_MASK.fullmatch(core) is not None:
+    if len(core) < 2 or _ALNUM.search(core) is None or ONE_MASK.fullmatch(core) is not None:
         return False
     if not quoted:
         return _SMALL_NUMBER.fullmatch(core) is None
@@ -295,9 +503,15 @@ def url_credentials(m: re.Match[str]) -> str:
     """Replacer for ``scheme://user:password@``: kept when the password is a placeholder."""
     userinfo = m.group("secret")
     password = userinfo.partition(":")[2]
-    if userinfo.startswith("[") or _is_placeholder(password):
+    if userinfo.startswith("[") or _is_placeholder(password) or _is_url_template(password):
         return m.group()  # scheme://[user:password@]host, user:${PASSWORD}@, user:****@
     return keep_prefix("url-credentials")(m)
+
+
+def _is_url_template(password: str) -> bool:
+    # A URL's template in docs: user:password@, user:PASSWORD@ (the word itself, in any case;
+    # other capitals can be a real password: admin:SECRETTEXT@).
+    return password.lower() in ("password", "passwd", "pass")
 
 
 def _looks_like_token(token: str) -> bool:

@@ -9,7 +9,7 @@ from typing import final
 from nr_llm_core import _secret_checks as check
 from nr_llm_core._quoted_values import QuoteReader
 
-__all__ = ["QuotedJudge", "Region", "SecretPattern"]
+__all__ = ["PhraseJudge", "QuotedJudge", "Region", "SecretPattern"]
 
 
 #: A change a shape makes to a text: ``(start, end, replacement)``.
@@ -19,6 +19,9 @@ Region = tuple[int, int, str]
 #: ``judge(match, value)``: whether ``value``, the whole of a quoted value that ``match`` found
 #: (its quotes aside), is a secret to mask.
 QuotedJudge = Callable[[re.Match[str], str], bool]
+#: ``judge(match, phrase)``: whether ``phrase``, the rest of the line from the start of the
+#: unquoted value ``match`` found (its group ``secret``), is a secret to mask whole.
+PhraseJudge = Callable[[re.Match[str], str], bool]
 
 
 @final
@@ -31,11 +34,16 @@ class SecretPattern:
     lines, not with one regex); ``regex`` then documents where a block starts. ``quoted``,
     when given, judges a value that starts with a quote (the regex's group ``open``), read to
     its real end by :class:`~nr_llm_core._quoted_values.QuoteReader` (ADR 0040): a secret is
-    masked whole, its closing quote kept.
+    masked whole, its closing quote kept; a quote that a space follows opens a value only as
+    :func:`~nr_llm_core._secret_checks.opens_value` says (ADR 0043). ``phrase``, when given,
+    judges an unquoted value at the start of a line (its name unquoted, after ``=`` or ``:``)
+    read to the end of that line (ADR 0043); a phrase it keeps is judged as one word by
+    ``replace``.
     """
 
     __slots__ = (
-        "_mask", "_quoted", "_spans", "kind", "negative", "positive", "regex", "replace", "source"
+        "_mask", "_phrase", "_quoted", "_spans", "kind", "negative", "positive", "regex", "replace",
+        "source",
     )  # fmt: skip
 
     def __init__(
@@ -49,6 +57,7 @@ class SecretPattern:
         negative: tuple[str, ...],
         spans: Callable[[str], list[tuple[int, int]]] | None = None,
         quoted: QuotedJudge | None = None,
+        phrase: PhraseJudge | None = None,
     ) -> None:
         if not source or not positive or not negative:
             raise ValueError(f"secret shape {kind!r} needs a source and both kinds of example")
@@ -62,6 +71,7 @@ class SecretPattern:
         self._mask = masked
         self._spans = spans
         self._quoted = quoted
+        self._phrase = phrase
 
     def __repr__(self) -> str:
         return f"SecretPattern({self.kind!r})"
@@ -95,8 +105,8 @@ class SecretPattern:
         return found
 
     def _quoted_regions(self, text: str, judge: QuotedJudge) -> list[Region]:
-        # As re.sub goes, but a quoted value is read to its real end, and the search goes on
-        # after it (each value is read once: linear).
+        # As re.sub goes, but a quoted value is read to its real end, a phrase to its line's
+        # end, and the search goes on after it (each value is read once: linear).
         found: list[Region] = []
         reader = QuoteReader(text)
         pos = 0
@@ -104,6 +114,11 @@ class SecretPattern:
             pos = m.end()
             opening = m.start("open")
             if opening < 0:
+                region = self._phrase_region(m, reader)
+                if region is not None:
+                    found.append(region)
+                    pos = max(pos, region[1])
+                    continue
                 old = m.group()
                 new = self.replace(m)
                 if new != old:
@@ -111,10 +126,31 @@ class SecretPattern:
                 continue
             end, closed = reader.value_end(opening)
             high = end - 1 if closed else end
-            if high > opening + 1 and judge(m, text[opening + 1 : high]):
+            value = text[opening + 1 : high]
+            if not check.opens_value(value, closed):
+                continue  # the quote ends a string in code: the text after it is no value
+            if high > opening + 1 and judge(m, value):
                 found.append((opening + 1, high, self._mask))
             pos = max(pos, end)
         return found
+
+    def _phrase_region(self, m: re.Match[str], reader: QuoteReader) -> Region | None:
+        # An unquoted value after a name that starts its line, read to the line's end: masked
+        # whole when the phrase judge says so (ADR 0043).
+        if self._phrase is None or m.groupdict().get("secret") is None:
+            return None
+        groups = m.groupdict()
+        if groups.get("query") is not None or groups.get("quote") is not None:
+            return None
+        text = m.string
+        name_end = m.end("name")
+        if text.startswith(('"', "'"), name_end) or not reader.starts_a_line(m.start()):
+            return None  # a quoted name ("password": …) is no config line's
+        start = m.start("secret")
+        end = reader.phrase_end(start)
+        if end <= m.end("secret") or not self._phrase(m, text[start:end]):
+            return None
+        return start, end, self._mask
 
 
 def _changed(at: int, old: str, new: str) -> Region:

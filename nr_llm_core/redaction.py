@@ -45,8 +45,16 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from nr_llm_core._decoded_view import DecodedView
-from nr_llm_core._json_members import mask_members
-from nr_llm_core._secret_checks import is_card_number, luhn_valid, mask, member_is_secret
+from nr_llm_core._json_members import mask_members, member_regions
+from nr_llm_core._secret_checks import (
+    CARD_MAX_DIGITS,
+    CARD_MIN_DIGITS,
+    ONE_MASK,
+    is_card_number,
+    luhn_valid,
+    mask,
+    member_is_secret,
+)
 from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern, is_credential_name
 
 __all__ = [
@@ -138,11 +146,8 @@ _MEMBER_MASK: Final = mask("credential-value")
 # Numbers: a card number has 13 to 19 digits; a longer run is judged by the catalogue where it
 # stands. Names up to this long have their answer kept while one text is masked.
 _CACHED_NAME_MAX: Final = 128
-_CARD_MIN: Final = 13
-_CARD_MAX: Final = 19
 _CARD_MASK: Final = mask("card")
 _LEADING_DIGITS: Final = re.compile(r"[0-9]++")
-_ONE_MASK: Final = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
 
 
 def _is_credential_member(name: str) -> bool:
@@ -173,21 +178,31 @@ def _member_mask(name: str | None, value: str, quoted: bool, credential: bool) -
         return None
     digits = _LEADING_DIGITS.match(value, value.startswith("-"))
     run = "" if digits is None else digits.group()
-    if len(run) < _CARD_MIN:
+    if len(run) < CARD_MIN_DIGITS:
         return None
-    if len(run) <= _CARD_MAX:
+    if len(run) <= CARD_MAX_DIGITS:
         # The card shape: 13-19 digits, a sign or a fraction around them, not an exponent.
         return _CARD_MASK if is_card_number(run) and "e" not in value.lower() else None
     head = "" if name is None else '"' + name + '": '
     masked = _mask_to_fixed_point(head + value)
     if masked.endswith(value):
         return None  # the number is kept (a mask in the name is the name's own)
-    kinds = _ONE_MASK.findall(masked)
+    kinds = ONE_MASK.findall(masked)
     return kinds[-1] if kinds else _MEMBER_MASK
 
 
 def _mask_json_members(text: str) -> str:
-    return mask_members(text, _member_judge(), _member_mask)
+    # As written, then with URL and HTML encoding decoded (ADR 0043): JSON in a query string
+    # or an HTML attribute keeps its own escapes there, and a value is read to its real end.
+    judge = _member_judge()
+    out = mask_members(text, judge, _member_mask)
+    view = DecodedView.of(out, backslashes=False)
+    if view is not None:
+        regions = member_regions(view.text, judge, _member_mask)
+        if regions:
+            view.replace(regions)
+            out = view.source_with_replacements()
+    return out
 
 
 def _mask_secrets(text: str) -> str:
@@ -308,7 +323,7 @@ def is_sensitive_key(name: str) -> bool:
 
 def _redact_int(value: int) -> int | str:
     # Card numbers stored as integers: 13-19 digits, Luhn-valid. Small ints are never cards.
-    if value < 10**12 or value >= 10**19:
+    if value < 10 ** (CARD_MIN_DIGITS - 1) or value >= 10**CARD_MAX_DIGITS:
         return value
     return mask("card") if is_card_number(str(value)) else value
 

@@ -44,15 +44,17 @@ def count(monkeypatch: pytest.MonkeyPatch) -> _Count:
     counted = _Count()
     decode_once = view._decode_once
 
-    def counting(text: str) -> tuple[str, array[int]] | None:
+    def counting(text: str, backslashes: bool = True) -> tuple[str, array[int]] | None:
         counted.chars += len(text)
-        return decode_once(text)
+        return decode_once(text, backslashes)
 
     original_of = view.DecodedView.of.__func__  # type: ignore[attr-defined]
 
-    def of(cls: type[view.DecodedView], source: str) -> view.DecodedView | None:
+    def of(
+        cls: type[view.DecodedView], source: str, *, backslashes: bool = True
+    ) -> view.DecodedView | None:
         counted.views += 1
-        return original_of(cls, source)  # type: ignore[no-any-return]
+        return original_of(cls, source, backslashes=backslashes)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(view, "_decode_once", counting)
     monkeypatch.setattr(view.DecodedView, "of", classmethod(of))
@@ -79,5 +81,7 @@ def test_a_huge_encoded_input_costs_in_proportion(name: str, count: _Count) -> N
     ratio = len(large_text) / len(small_text)
     views, chars, peak = large
     assert views == small[0] and views <= 8, (small, large)  # rounds do not grow with size
-    assert chars <= 11 / 10 * ratio * small[1] and chars <= 8 * len(large_text), (small, large)
+    # At most 12 reads of the input: ADR 0043's second view (URL and HTML only, where JSON is
+    # read) decodes the text again in each masking round (9.5 reads measured at most).
+    assert chars <= 11 / 10 * ratio * small[1] and chars <= 12 * len(large_text), (small, large)
     assert peak <= 15 / 10 * ratio * small[2] and peak <= 64 * len(large_text), (small, large)

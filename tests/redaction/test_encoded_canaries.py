@@ -28,16 +28,8 @@ from nr_llm_core import (
 )
 from nr_llm_core.loop import TerminationReason
 
+from ._support import PATHS, db_files
 from .encodings import CANARIES, ENCODINGS, Canary
-
-PATHS = {
-    "PRMT": "prompt",
-    "ARGS": "arguments",
-    "CONT": "content",
-    "ARTT": "text artifact",
-    "CELL": "table cell",
-    "ANSW": "answer",
-}
 
 
 class Fetch:
@@ -59,11 +51,6 @@ class Fetch:
             Artifact.text("page", f"benignartifactword {p['ARTT']}"),
             Artifact.table("rows", ["raw"], [[f"benigncellword {p['CELL']}"]]),
         )
-
-
-def db_files(db: Path) -> dict[str, bytes]:
-    """The database and every companion file (``-wal``, ``-shm``) byte for byte."""
-    return {p.name: p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name)}
 
 
 @pytest.mark.parametrize("encoding", list(ENCODINGS))

@@ -31,6 +31,8 @@ import pytest
 from nr_llm_core import _json_members as reader
 from nr_llm_core.redaction import _is_credential_member, _member_mask, mask_secrets
 
+from ._support import nest
+
 
 class _Work:
     """Characters gone over by the reader's scanners, and calls made (each counts one)."""
@@ -101,12 +103,6 @@ def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     return counted
 
 
-def _nest(text: str, depth: int) -> str:
-    for _ in range(depth):
-        text = json.dumps(text)
-    return text
-
-
 # Inputs of about n characters, each built to make one part of a careless reader quadratic.
 INPUTS: dict[str, Callable[[int], str]] = {
     # One huge password full of escaped quotes (masked whole: one region over all of it).
@@ -116,10 +112,10 @@ INPUTS: dict[str, Callable[[int], str]] = {
     # JSON Lines of the same.
     "json-lines": lambda n: '{"token": "a\\"b1234"}\n' * (n // 23),
     # A document nested as a JSON string to the reading's depth, and four deeper.
-    "nested-to-the-limit": lambda n: _nest(
+    "nested-to-the-limit": lambda n: nest(
         json.dumps({"k": "x" * n, "password": 'a"b'}), reader.MAX_STRING_DEPTH
     ),
-    "nested-beyond-the-limit": lambda n: _nest(
+    "nested-beyond-the-limit": lambda n: nest(
         json.dumps({"k": "x" * n, "password": 'a"b'}), reader.MAX_STRING_DEPTH + 4
     ),
     # Deep containers, never closed.

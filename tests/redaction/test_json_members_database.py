@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nr_llm_core import (
     AgentRunPersister,
-    Artifact,
     PrivacyLevel,
     ScriptedProvider,
     ToolHost,
     ToolLoop,
-    ToolResult,
-    ToolSpec,
-    hookimpl,
 )
 from nr_llm_core.loop import TerminationReason
 
-from .test_encoded_canaries import PATHS, db_files
+from ._support import PATHS, Relay, db_files, nest, texts
 
 MASK = "[REDACTED:credential-value]"
 
@@ -57,46 +52,9 @@ def _needles(tag: str) -> list[str]:
     ]
 
 
-def _nest(text: str, depth: int) -> str:
-    for _ in range(depth):
-        text = json.dumps(text)
-    return text
-
-
-class Relay:
-    """Returns, as its content, a text artifact and a table cell, exactly the texts it is given
-    (a tool that relays a command's JSON output)."""
-
-    def __init__(self, payloads: dict[str, str]) -> None:
-        self.payloads = payloads
-
-    @hookimpl
-    def tool_spec(self) -> ToolSpec:
-        return ToolSpec("relay", "Relays JSON.", {"type": "object"}, data_class="public")
-
-    @hookimpl
-    def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        p = self.payloads
-        return ToolResult.text(
-            p["CONT"],
-            Artifact.text("page", p["ARTT"]),
-            Artifact.table("rows", ["raw"], [[p["CELL"]]]),
-        )
-
-
-def _texts(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _texts(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _texts(v)]
-    return []
-
-
 @pytest.mark.parametrize("depth", [0, 1, 2])
 def test_no_canary_after_a_quote_reaches_the_database(depth: int, tmp_path: Path) -> None:
-    payloads = {tag: _nest(_document(tag), depth) for tag in PATHS}
+    payloads = {tag: nest(_document(tag), depth) for tag in PATHS}
     for tag, payload in payloads.items():
         for needle in _needles(tag):
             assert needle in payload
@@ -120,7 +78,7 @@ def test_no_canary_after_a_quote_reaches_the_database(depth: int, tmp_path: Path
                 for name, data in files.items():
                     assert needle.encode() not in data, f"the {path}'s {needle} is in {name}"
     # Every stored copy of each path's text is the same JSON at every depth, masked.
-    stored = [text for record in records for text in _texts(record)]
+    stored = [text for record in records for text in texts(record)]
     for tag, path in PATHS.items():
         copies = [text for text in stored if f"benign{tag.lower()}word" in text]
         assert copies, f"the {path} was stored"
@@ -136,7 +94,7 @@ def test_no_canary_after_a_quote_reaches_the_database(depth: int, tmp_path: Path
                 "api_key": MASK,
                 "token": MASK,
             }
-            assert text == _nest(
+            assert text == nest(
                 '{"note": "benign' + tag.lower() + 'word", "password": "' + MASK + '", '
                 '"pass\\u0077ord": "' + MASK + '", "api_key": "' + MASK + '", '
                 '"token": "' + MASK + '"}',

@@ -21,16 +21,12 @@ import pytest
 from nr_llm_core._json_members import MAX_STRING_DEPTH
 from nr_llm_core.redaction import mask_secrets, redact_text
 
+from ._support import nest
+
 TAIL = "TAILSECRETzq"
 MASK = "[REDACTED:credential-value]"
 SECRET = f'hunter2"{TAIL}'
 WRITTEN = json.dumps(SECRET)  # "hunter2\"TAILSECRETzq", quotes and all
-
-
-def _nest(text: str, depth: int) -> str:
-    for _ in range(depth):
-        text = json.dumps(text)
-    return text
 
 
 def _masked(text: str) -> str:
@@ -46,9 +42,9 @@ def test_nan_and_infinity_as_python_writes_them(value: float, depth: int) -> Non
     ``-Infinity`` (its default, ``allow_nan=True``) before the password; the reader stopped at
     the token and the part after the quote was stored."""
     document = json.dumps({"score": value, "password": SECRET, "user": "ann"})
-    stored = redact_text(_nest(document, depth))
+    stored = redact_text(nest(document, depth))
     assert TAIL not in stored
-    assert stored == _nest(_masked(document), depth)
+    assert stored == nest(_masked(document), depth)
 
 
 @pytest.mark.parametrize("depth", [0, 1])
@@ -61,9 +57,9 @@ def test_a_document_after_a_byte_order_mark_or_other_white_space(before: str, de
     """Tries: a byte order mark (a file read as UTF-8 that was written as UTF-8 with a BOM)
     or white space JSON does not allow before the document."""
     document = json.dumps({"password": SECRET, "user": "ann"})
-    stored = redact_text(_nest(before + document, depth))
+    stored = redact_text(nest(before + document, depth))
     assert TAIL not in stored
-    assert stored == _nest(before + _masked(document), depth)
+    assert stored == nest(before + _masked(document), depth)
 
 
 @pytest.mark.parametrize(
@@ -107,10 +103,10 @@ def test_json_after_a_prefix_inside_a_json_string(depth: int) -> None:
     started as JSON."""
     body = json.dumps({"password": SECRET})
     document = json.dumps({"msg": "request body: " + body, "level": "info"})
-    stored = redact_text(_nest(document, depth))
+    stored = redact_text(nest(document, depth))
     assert TAIL not in stored
     expected = json.dumps({"msg": "request body: " + _masked(body), "level": "info"})
-    assert stored == _nest(expected, depth)
+    assert stored == nest(expected, depth)
 
 
 @pytest.mark.parametrize(
@@ -203,13 +199,13 @@ def test_a_container_under_a_credential_name(
     ``set-cookie`` headers (``redact_value`` masks such a value whole; its JSON text kept it
     all); every string and number in it is judged as the value of that name, and the text
     stays the same JSON."""
-    text = _nest(json.dumps(document), depth)
+    text = nest(json.dumps(document), depth)
     stored = redact_text(text)
     assert TAIL not in stored
     assert "77341234" not in stored
     if expected is None:
         expected = json.loads(_masked(json.dumps(document))) if TAIL in text else document
-    assert stored == _nest(json.dumps(expected), depth)
+    assert stored == nest(json.dumps(expected), depth)
 
 
 def test_a_member_name_that_holds_json() -> None:
@@ -244,7 +240,7 @@ def test_a_document_nested_deeper_than_the_reader_reads() -> None:
     """A document quoted as a JSON string 9 times: deeper than the JSON reader reads (out of
     scope for ADR 0035, a strict xfail), masked since ADR 0040 by the catalogue's reading of a
     quoted value in the decoded view, which reads the value's quotes to its real end."""
-    text = _nest(json.dumps({"password": SECRET}), MAX_STRING_DEPTH + 1)
+    text = nest(json.dumps({"password": SECRET}), MAX_STRING_DEPTH + 1)
     assert TAIL not in mask_secrets(text)  # longer than redact_text's cap
 
 
@@ -264,9 +260,9 @@ def test_a_number_the_catalogue_would_mask_is_masked_as_a_string(number: str, de
     together with the brackets after it: ``{"password": 1.5, "u": 1}`` was stored as
     ``{"password": [REDACTED:credential-value], "u": 1}``, no longer JSON."""
     document = '{"x": {"token": [{"password": ' + number + ', "u": 1}]}}'
-    stored = redact_text(_nest(document, depth))
+    stored = redact_text(nest(document, depth))
     expected = '{"x": {"token": [{"password": "' + MASK + '", "u": 1}]}}'
-    assert stored == _nest(expected, depth)
+    assert stored == nest(expected, depth)
 
 
 @pytest.mark.parametrize("number", ["0", "12", "999"])
@@ -286,11 +282,11 @@ def test_a_name_the_catalogue_reads_at_its_end(name: str, depth: int) -> None:
     ``"a/pwd"``): the catalogue reads ``pwd": …`` as a credential, the reader did not, so a
     password after a quote was stored, and a number was masked with the ``}`` after it."""
     document = json.dumps({name: SECRET + "0123456789abcdef", "n": 1, "pin": {name: 77341234}})
-    stored = redact_text(_nest(document, depth))
+    stored = redact_text(nest(document, depth))
     assert TAIL not in stored
     assert "77341234" not in stored
     expected = json.dumps({name: MASK, "n": 1, "pin": {name: MASK}})
-    assert stored == _nest(expected, depth)
+    assert stored == nest(expected, depth)
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
@@ -315,8 +311,8 @@ def test_a_number_the_catalogue_masks_anywhere_stays_json(
     number, digits under a name only one shape reads): the mask stood where the number was,
     outside quotes (``{"order": [REDACTED:card]}``), and the text was no longer JSON. It is
     the mask as a JSON string, as ``redact_value`` stores a card number that is an int."""
-    stored = redact_text(_nest(document, depth))
-    assert stored == _nest(expected or document, depth)
+    stored = redact_text(nest(document, depth))
+    assert stored == nest(expected or document, depth)
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
@@ -334,7 +330,7 @@ def test_a_mask_never_joins_two_json_strings(document: object, depth: int) -> No
     string and ``user:password@`` in a later one: the url-credentials shape read across the
     quotes between them (``["http://a","b:c@d"]`` was stored as
     ``["http://[REDACTED:url-credentials]@d"]``, one string where there were two)."""
-    text = _nest(json.dumps(document, separators=(",", ":")), depth)
+    text = nest(json.dumps(document, separators=(",", ":")), depth)
     assert redact_text(text) == text
 
 
@@ -343,9 +339,9 @@ def test_a_quote_inside_url_credentials_is_still_masked(depth: int) -> None:
     """The other side of the test above: a quote inside a URL's password that no JSON
     punctuation follows (``postgres://u:a"TAIL@h``) is still part of the password."""
     document = json.dumps({"dsn": 'postgres://u:a"' + TAIL + "@h/db"}, separators=(",", ":"))
-    stored = redact_text(_nest(document, depth))
+    stored = redact_text(nest(document, depth))
     assert TAIL not in stored
-    assert stored == _nest('{"dsn":"postgres://[REDACTED:url-credentials]@h/db"}', depth)
+    assert stored == nest('{"dsn":"postgres://[REDACTED:url-credentials]@h/db"}', depth)
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
@@ -368,7 +364,7 @@ def test_json_in_a_string_under_a_credential_name(
     inside. JSON in such a string is judged under the name it is under."""
     for name in ("password", "credentials"):
         document = json.dumps({name: json.dumps(inner), "n": 1})
-        stored = redact_text(_nest(document, depth))
+        stored = redact_text(nest(document, depth))
         assert TAIL not in stored
         assert "77341234" not in stored
-        assert stored == _nest(json.dumps({name: json.dumps(expected), "n": 1}), depth)
+        assert stored == nest(json.dumps({name: json.dumps(expected), "n": 1}), depth)

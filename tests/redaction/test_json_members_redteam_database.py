@@ -21,26 +21,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nr_llm_core import (
     AgentRunPersister,
-    Artifact,
     PrivacyLevel,
     ScriptedProvider,
     ToolHost,
     ToolLoop,
-    ToolResult,
-    ToolSpec,
-    hookimpl,
 )
 from nr_llm_core.loop import TerminationReason
 from nr_llm_core.otel import OtelTelemetry
 from tests.otel._receiver import OtlpReceiver, exporting
 
-from .test_encoded_canaries import PATHS, db_files
+from ._support import PATHS, Relay, db_files, texts
 
 KINDS = ("NAN", "BOM", "PREFIX", "MSG", "GREP", "COOKIE", "TAILNAME", "INSTRING")
 CARD = "4111111111111111"
@@ -74,36 +69,6 @@ def _lines(tag: str) -> list[str]:
         json.dumps({"credentials": json.dumps({"user": "ann", "pass": pw("INSTRING")})}),
         json.dumps(["http://a", "b:c@d"], separators=(",", ":")),
     ]
-
-
-class Relay:
-    """Returns, as its content, a text artifact and a table cell, the texts it is given."""
-
-    def __init__(self, payloads: dict[str, str]) -> None:
-        self.payloads = payloads
-
-    @hookimpl
-    def tool_spec(self) -> ToolSpec:
-        return ToolSpec("relay", "Relays output.", {"type": "object"}, data_class="public")
-
-    @hookimpl
-    def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        p = self.payloads
-        return ToolResult.text(
-            p["CONT"],
-            Artifact.text("page", p["ARTT"]),
-            Artifact.table("rows", ["raw"], [[p["CELL"]]]),
-        )
-
-
-def _texts(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _texts(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _texts(v)]
-    return []
 
 
 @pytest.mark.parametrize("depth", [0, 1])
@@ -147,7 +112,7 @@ def test_no_canary_reaches_the_database_or_the_exporter(depth: int, tmp_path: Pa
             assert CARD.encode() not in data, name
     assert CARD.encode() not in wire
     # Every stored copy of each path's text still holds its documents as JSON.
-    stored = [text for record in records for text in _texts(record)]
+    stored = [text for record in records for text in texts(record)]
     for tag, path in PATHS.items():
         copies = [text for text in stored if f"benign{tag.lower()}word" in text]
         assert copies, f"the {path} was stored"

@@ -39,7 +39,7 @@ REGEXES += [
         "_PATH",
         "_SMALL_NUMBER",
         "_COOKIE_NAME",
-        "_ONE_MASK",
+        "ONE_MASK",
         "_ALNUM",
     )
 ]

@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nr_llm_core import (
     AgentRunPersister,
-    Artifact,
     PrivacyLevel,
     ScriptedProvider,
     ToolHost,
     ToolLoop,
-    ToolResult,
-    ToolSpec,
-    hookimpl,
 )
 from nr_llm_core.loop import TerminationReason
 
-from .test_encoded_canaries import PATHS, db_files
+from ._support import PATHS, Relay, db_files, texts
 from .test_quoted_values import CASES
 
 KEY_BODY = "MIIEpAIBAAKCAQEAkeyBODYcanaryzq"
@@ -43,26 +38,6 @@ def _payload(tag: str) -> str:
     cut_key = "-----BEGIN RSA PRIVATE KEY-----\n" + tag + KEY_BODY
     lines.append(json.dumps({"pem": cut_key, "after": f"benign{tag.lower()}word"}))
     return "\n".join(lines)
-
-
-class Relay:
-    """Returns, as its content, a text artifact and a table cell, the texts it is given."""
-
-    def __init__(self, payloads: dict[str, str]) -> None:
-        self.payloads = payloads
-
-    @hookimpl
-    def tool_spec(self) -> ToolSpec:
-        return ToolSpec("relay", "Relays output.", {"type": "object"}, data_class="public")
-
-    @hookimpl
-    def execute(self, arguments: dict[str, Any]) -> ToolResult:
-        p = self.payloads
-        return ToolResult.text(
-            p["CONT"],
-            Artifact.text("page", p["ARTT"]),
-            Artifact.table("rows", ["raw"], [[p["CELL"]]]),
-        )
 
 
 @pytest.mark.parametrize("depth", [0, 1])
@@ -95,19 +70,9 @@ def test_no_quoted_secret_reaches_the_database(depth: int, tmp_path: Path) -> No
                     assert needle.encode() not in data, f"the {path}'s {needle} is in {name}"
     # The text after the cut key's string was stored (the key is masked to the string's end,
     # not to the end of the text), and so was the text around each value.
-    stored = [json.loads(s) if depth and s.startswith('"') else s for s in _texts(records)]
+    stored = [json.loads(s) if depth and s.startswith('"') else s for s in texts(records)]
     for tag, path in PATHS.items():
         assert any(f"benign{tag.lower()}word" in s for s in stored), path
     for case in CASES:
         for kept in case.kept:
             assert any(kept in s for s in stored), kept
-
-
-def _texts(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _texts(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _texts(v)]
-    return []

@@ -19,8 +19,9 @@ import pytest
 from nr_llm_core import AgentRunPersister, PrivacyLevel, ScriptedProvider, ToolHost, ToolLoop
 from nr_llm_core.loop import TerminationReason
 
+from ._support import PATHS, db_files, texts
 from .encodings import CANARIES, Canary
-from .test_encoded_canaries import PATHS, Fetch, db_files
+from .test_encoded_canaries import Fetch
 
 
 def _padded_letters(text: str, trigger: str) -> str:
@@ -74,20 +75,10 @@ def test_masked_json_content_is_still_json_in_the_database(tmp_path: Path) -> No
     assert b"Hunter2zz" not in b"".join([*opened.values(), *closed.values()])
     contents = [
         json.loads(text.removeprefix("benigncontentword "))
-        for text in _strings(json.loads(f"[{stored.replace(chr(10), ',')}]"))
+        for text in texts(json.loads(f"[{stored.replace(chr(10), ',')}]"))
         if text.startswith("benigncontentword {")
     ]
     assert contents, "the content was stored"
     for content in contents:
         assert content["user"] == "bob"
         assert content["password"].startswith("[REDACTED:credential-value]")
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
