@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from nr_llm_core import _masks as masks
 from nr_llm_core import _secret_checks as check
+from nr_llm_core import _value_judges as judges
 from nr_llm_core._secret_pattern import SecretPattern
 from nr_llm_core._token_shapes import TOKEN_CHARS
 
@@ -56,7 +58,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         "aws-secret-key",
         rf"(?<![A-Za-z0-9_.-])(?i:[A-Za-z0-9_.-]{{0,40}}?secret[_.-]?(?:access[_.-]?)?key)"
         rf"{_ASSIGN}(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])",
-        check.keep_prefix("aws-secret-key"),
+        masks.keep_prefix("aws-secret-key"),
         source="noseyparker np.aws.2; detect-secrets AWSKeyDetector (40 base64 characters)",
         positive=(
             f"aws_secret_access_key = ⟦{_AWS_SECRET}⟧",
@@ -74,7 +76,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         "aws-session-token",
         rf"(?<![A-Za-z0-9_.-])(?i:[A-Za-z0-9_.-]{{0,40}}?(?:session|security)[_.-]?token)"
         rf"{_ASSIGN}(?P<secret>[A-Za-z0-9/+=%]{{100,}})",
-        check.keep_prefix("aws-session-token"),
+        masks.keep_prefix("aws-session-token"),
         source="noseyparker np.aws.4 (STS: aws_session_token, SessionToken, X-Amz-Security-Token)",
         positive=(
             f"aws_session_token = ⟦{_AWS_SESSION}⟧",
@@ -89,7 +91,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         r"(?<![A-Za-z0-9_])(?i:AccountKey|SharedAccessKey|SharedSecretValue)"
         rf"[{_Q}]?[ \t]{{0,4}}[:=][ \t]{{0,4}}[{_Q}]?"
         r"(?P<secret>[A-Za-z0-9+/]{20,100}={0,3})(?![A-Za-z0-9+/=])",
-        check.keep_prefix("azure-storage-key"),
+        masks.keep_prefix("azure-storage-key"),
         source="detect-secrets AzureStorageKeyDetector; noseyparker np.azure.1",
         positive=(
             "DefaultEndpointsProtocol=https;AccountName=devstoreaccount1;"
@@ -105,7 +107,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "azure-sas-signature",
         r"(?<![A-Za-z0-9_.-])sig=(?P<secret>[A-Za-z0-9%+/]{30,}={0,2})",
-        check.keep_prefix("azure-sas-signature"),
+        masks.keep_prefix("azure-sas-signature"),
         source="Microsoft Purview 'Azure Storage account shared access signature' (43 base64 "
         "characters and =, or URL-encoded ending %3D)",
         positive=(
@@ -199,8 +201,8 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         # A value never starts with "-" (the next flag, which may be one of these) or a
         # backslash (an escaped quote in a JSON string: the decoded view reads it as a quote).
         rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>()\[\]{{}}=,\\-][^\s{_Q}`;|&<>]*))",
-        check.flag_value,
-        quoted=check.quoted_credential,
+        judges.flag_value,
+        quoted=judges.quoted_credential,
         source="command-line options (--password, --token, --api-key, --client-secret …), "
         "as gitleaks' generic-api-key reads a value after a keyword",
         positive=(
@@ -229,8 +231,8 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?)(?![A-Za-z0-9_.-])"
         r"[^\r\n;|&]{0,240}?[ \t]-p(?(attached)|[ \t]{0,8})"
         rf"(?:(?P<open>[{_Q}])|(?P<secret>[^\s{_Q}`;|&<>\\-][^\s{_Q}`;|&<>]*))",
-        check.tool_password,
-        quoted=check.flag_password,
+        judges.tool_password,
+        quoted=judges.flag_password,
         source="the MySQL, MariaDB, sshpass and MongoDB clients' -p <password>",
         positive=(
             "mysql -u root -p⟦s3cret-pw⟧ shop",
@@ -251,15 +253,15 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         # A value that starts with a quote is read whole by nr_llm_core/_quoted_values.py; a
         # quote that a closing mark with nothing after it, an operator and a space, or a
         # method call follows ends a string in code (f("token:"), "token=".join(...)), and
-        # so does one a space follows unless check.opens_value says otherwise ("token: " + t).
+        # so does one a space follows unless opens_value says otherwise ("token: " + t).
         # A value may start with those marks: ".Xk3", ")s3cr3t".
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})"
         rf"(?:(?P<open>[{_Q}])"
         rf"(?![,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
         rf"|(?P<quote>`)?(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*)))",
-        check.credential,
-        quoted=check.quoted_credential,
-        phrase=check.phrase_credential,
+        judges.credential,
+        quoted=judges.quoted_credential,
+        phrase=judges.phrase_credential,
         source="detect-secrets KeywordDetector (names) with its heuristic filters; gitleaks "
         "generic-api-key and its allowlist; noseyparker np.generic.5",
         positive=(
@@ -329,7 +331,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "credential-value",
         r"(?<![A-Za-z0-9_.-])-p(?P<open>[\"'])",
-        quoted=check.flag_password,
+        quoted=judges.flag_password,
         source="MySQL and MariaDB clients' -p<password> (the password right after the flag); "
         "quoted values read as credential-value reads them (ADR 0040)",
         positive=("mysql -u root -p'⟦it''s-s3cret⟧' shop", 'mysqldump -p"⟦s3\\"cret⟧" db'),

@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from typing import final
 
-from nr_llm_core import _secret_checks as check
+from nr_llm_core import _masks as masks
+from nr_llm_core import _value_judges as judges
 from nr_llm_core._quoted_values import QuoteReader
 
 __all__ = ["PhraseJudge", "QuotedJudge", "Region", "SecretPattern"]
@@ -35,7 +36,7 @@ class SecretPattern:
     when given, judges a value that starts with a quote (the regex's group ``open``), read to
     its real end by :class:`~nr_llm_core._quoted_values.QuoteReader` (ADR 0040): a secret is
     masked whole, its closing quote kept; a quote that a space follows opens a value only as
-    :func:`~nr_llm_core._secret_checks.opens_value` says (ADR 0043). ``phrase``, when given,
+    :func:`~nr_llm_core._value_judges.opens_value` says (ADR 0043). ``phrase``, when given,
     judges an unquoted value at the start of a line (its name unquoted, after ``=`` or ``:``)
     read to the end of that line (ADR 0043); a phrase it keeps is judged as one word by
     ``replace``.
@@ -50,7 +51,7 @@ class SecretPattern:
         self,
         kind: str,
         pattern: str,
-        replace: check.Replacer | None = None,
+        replace: masks.Replacer | None = None,
         *,
         source: str,
         positive: tuple[str, ...],
@@ -66,8 +67,8 @@ class SecretPattern:
         self.source = source
         self.positive = positive
         self.negative = negative
-        masked = check.mask(kind)
-        self.replace: check.Replacer = replace or (lambda _m: masked)
+        masked = masks.mask(kind)
+        self.replace: masks.Replacer = replace or (lambda _m: masked)
         self._mask = masked
         self._spans = spans
         self._quoted = quoted
@@ -127,7 +128,7 @@ class SecretPattern:
             end, closed = reader.value_end(opening)
             high = end - 1 if closed else end
             value = text[opening + 1 : high]
-            if not check.opens_value(value, closed):
+            if not judges.opens_value(value, closed):
                 continue  # the quote ends a string in code: the text after it is no value
             if high > opening + 1 and judge(m, value):
                 found.append((opening + 1, high, self._mask))

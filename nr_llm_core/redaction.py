@@ -46,15 +46,9 @@ from typing import Any, Final
 
 from nr_llm_core._decoded_view import DecodedView
 from nr_llm_core._json_members import mask_members, member_regions
-from nr_llm_core._secret_checks import (
-    CARD_MAX_DIGITS,
-    CARD_MIN_DIGITS,
-    ONE_MASK,
-    is_card_number,
-    luhn_valid,
-    mask,
-    member_is_secret,
-)
+from nr_llm_core._masks import ONE_MASK, mask
+from nr_llm_core._secret_checks import CARD_MAX_DIGITS, CARD_MIN_DIGITS, is_card_number, luhn_valid
+from nr_llm_core._value_judges import member_is_secret
 from nr_llm_core.secret_shapes import SECRET_PATTERNS, SecretPattern, is_credential_name
 
 __all__ = [

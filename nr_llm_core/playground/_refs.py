@@ -27,7 +27,7 @@ def run_ref(run_id: str) -> str:
 
 
 def run_id_of(ref: str) -> str:
-    """The run id ``ref`` names. Raises :class:`ValueError` when it is not the reference of
+    """The run id ``ref`` names. Raises ``ValueError`` when it is not the reference of
     any text: a character outside base64url, padding, a length no encoding has, bytes that
     are not UTF-8, or a second spelling of an id (trailing bits set), so that a reference
     never names a run other than the one whose id encodes to it."""

@@ -48,6 +48,7 @@ CATALOGUE_FILES: Final = frozenset(
         "_token_shapes.py",
         "_named_value_shapes.py",
         "_secret_checks.py",
+        "_value_judges.py",
         "_json_members.py",
     }
 )

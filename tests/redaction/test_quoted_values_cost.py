@@ -189,6 +189,8 @@ class _CountingRegex:
 _REDACTOR_MODULES = (
     "nr_llm_core.redaction",
     "nr_llm_core._secret_checks",
+    "nr_llm_core._value_judges",
+    "nr_llm_core._masks",
     "nr_llm_core._secret_pattern",
     "nr_llm_core._quoted_values",
     "nr_llm_core._named_value_shapes",
