@@ -32,12 +32,13 @@ from nr_llm_core.redaction import SECRET_PATTERNS
 # Every regex the redactor runs: the catalogue's, and every one of the modules whose checks read
 # a matched value (found, not listed: a regex added to them is checked without a line here).
 REGEXES = [pytest.param(s.regex, id=f"{i:02d}-{s.kind}") for i, s in enumerate(SECRET_PATTERNS)]
-REGEXES += [
-    pytest.param(value, id=f"{module.__name__.rpartition('.')[2]}.{name}")
-    for module in (_masks, _secret_checks, _value_judges)
-    for name, value in sorted(vars(module).items())
-    if isinstance(value, re.Pattern)
-]
+_FOUND: dict[int, Any] = {}
+for _module in (_masks, _secret_checks, _value_judges):
+    for _name, _value in sorted(vars(_module).items()):
+        if isinstance(_value, re.Pattern) and id(_value) not in _FOUND:  # one imported: once
+            _short = _module.__name__.rpartition(".")[2]
+            _FOUND[id(_value)] = pytest.param(_value, id=f"{_short}.{_name}")
+REGEXES += list(_FOUND.values())
 # The reader of JSON text (ADR 0035): its tokens, escapes and the search for a closing quote.
 REGEXES += [
     pytest.param(getattr(json_members, name), id=name)
