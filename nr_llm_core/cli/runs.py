@@ -1,4 +1,4 @@
-"""``nr-llm runs list|show|approve|deny|discard`` and ``nr-llm privacy level|purge``.
+"""``nr-llm runs list|show|approve|deny|discard|abandon`` and ``nr-llm privacy level|purge``.
 
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from nr_llm_core.audit import AuditStoreError
-from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
+from nr_llm_core.cli._output import or_nothing, page, status, visible
 from nr_llm_core.cli._pending import (
     level_stored_with,
     pending_json,
@@ -32,6 +32,14 @@ from nr_llm_core.cli._provider_check import (
     provider_changes,
 )
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
+from nr_llm_core.cli._runners import (
+    abandon_run,
+    runner_json,
+    runners_of,
+    shown_status,
+    stale_note,
+)
+from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -41,24 +49,21 @@ from nr_llm_core.cli._session import (
     session,
     tool_timeout_option,
 )
-from nr_llm_core.cli._store import db_option, no_database, open_persister
+from nr_llm_core.cli._store import db_option, no_database, open_persister, resolve_run_id
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
-from nr_llm_core.stores import AuditStore
 from nr_llm_core.traceparent import parse_traceparent
 
-__all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
-
-
-def resolve_run_id(store: AuditStore, given: str) -> str:
-    """The whole id of the run ``given`` names (a whole id or a unique prefix of at least
-    four characters, see :meth:`~nr_llm_core.audit.AgentRunPersister.resolve_run_id`); an
-    unknown or ambiguous one is a ``ClickException`` that says which."""
-    try:
-        return store.resolve_run_id(given)
-    except AuditStoreError as exc:
-        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+__all__ = [
+    "abandon_run",
+    "approve_run",
+    "deny_run",
+    "discard_run",
+    "list_runs",
+    "privacy",
+    "runs",
+]
 
 
 @click.group()
@@ -68,66 +73,8 @@ def runs() -> None:
     Every RUN_ID may be shortened to a unique prefix of at least four characters."""
 
 
-@runs.command("list")
-@db_option
-@click.option(
-    "--limit",
-    default=20,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="How many runs, newest first.",
-)
-@config_option
-def list_runs(db: str | None, limit: int, config_path: Path | None) -> None:
-    """The most recent runs."""
-    config = read_config(config_path)  # its [store] db, when --db and NR_LLM_DB are unset
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        return
-    with store:
-        records = store.list_runs(limit)
-    if not records:
-        click.echo("No runs recorded.")
-        return
-    rows = [
-        [
-            r["id"],
-            r["status"],
-            r["started_at"],
-            str(r["steps"]),
-            str(r["iterations"]),
-            f"{r['tokens_in']}/{r['tokens_out']}",
-            r["privacy_level"],
-            r["termination_reason"],
-        ]
-        for r in records
-    ]
-    click.echo(
-        render_table(
-            ["RUN", "STATUS", "STARTED", "STEPS", "ITER", "TOKENS IN/OUT", "PRIVACY", "REASON"],
-            rows,
-            max_width=40,
-        )
-    )
-
-
-_RUN_FIELDS = (
-    "id",
-    "status",
-    "started_at",
-    "ended_at",
-    "iterations",
-    "truncated",
-    "termination_reason",
-    "tokens_in",
-    "tokens_out",
-    "privacy_level",
-    "suspended",
-    "claimed_by",
-    "claimed_at",
-    "steps",
-)
+runs.add_command(list_runs)
+runs.add_command(abandon_run)
 
 
 @runs.command("show")
@@ -156,6 +103,7 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         if record is None:  # purged since it was resolved
             raise click.ClickException(f"no such run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
+        seen = runners_of(store, [record])
         lost: str | None = None
         try:
             data = store.load_suspended(run_id)
@@ -168,7 +116,10 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
     run["trace_id"] = None if traced is None else traced[0]
     if as_json:
         out = {
-            "run": {key: run[key] for key in (*_RUN_FIELDS, "trace_id")},
+            "run": {
+                **{key: run[key] for key in (*RUN_FIELDS, "trace_id")},
+                "runner": runner_json(run_id, seen),
+            },
             "steps": [
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
@@ -183,15 +134,15 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         click.echo(encode_json_ascii(out))
         return
     lines = []
-    for key in _RUN_FIELDS:
-        value = run[key]
+    for key in RUN_FIELDS:
+        value = shown_status(record, seen) if key == "status" else run[key]
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")
     lines.extend(change_lines(provider_changes(steps)))
-    note = _given_back_note(run)
-    if note is not None:
-        lines.append(note)
+    for note in (_given_back_note(run), stale_note(run_id, seen)):
+        if note is not None:
+            lines.append(note)
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
@@ -444,7 +395,14 @@ def discard_run(run_id: str, db: str | None, config_path: Path | None) -> None:
         try:
             store.discard(run_id, claimant=claimant("cli"))
         except (ApprovalError, AuditStoreError) as exc:
-            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+            text = visible(str(exc), keep_newlines=False)
+            record = store.get_run(run_id)
+            if record is not None and record["status"] == "running":  # killed mid-run?
+                text += (
+                    f"; a running run whose process is gone is ended with `nr-llm runs "
+                    f"abandon {visible(run_id, keep_newlines=False)}`"
+                )
+            raise click.ClickException(text) from None
     click.echo(f"Discarded run {visible(run_id, keep_newlines=False)}; its saved state is wiped.")
 
 
