@@ -191,7 +191,9 @@ def _queued(store: Any, run_id: str) -> bool:
     return isinstance(meta, dict) and meta.get("queued") is True
 
 
-def _decide_for_worker(store: Any, state: Any, approve: bool, digest: str) -> None:
+def _decide_for_worker(
+    store: Any, state: Any, approve: bool | dict[str, bool], digest: str
+) -> None:
     """Claim the run for the workers: the decisions go into the store with its state
     (signed), the queue gets its id, and whichever worker is free resumes it."""
     from nr_llm_core.approval import decisions_for
@@ -212,8 +214,17 @@ def _decide_for_worker(store: Any, state: Any, approve: bool, digest: str) -> No
         )
     except (ApprovalError, AuditStoreError) as exc:
         raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    verb = "Approved" if approve else "Denied"
+    verb = _decided_words(approve)
     click.echo(f"{verb}; run {visible(state.run_id, keep_newlines=False)} is queued for a worker.")
+
+
+def _decided_words(decision: bool | dict[str, bool]) -> str:
+    """``Approved``, ``Denied``, or which calls were approved and which denied."""
+    if isinstance(decision, bool):
+        return "Approved" if decision else "Denied"
+    approved = [visible(c, keep_newlines=False) for c, yes in decision.items() if yes]
+    denied = [visible(c, keep_newlines=False) for c, yes in decision.items() if not yes]
+    return f"Approved {', '.join(approved) or 'none'}, denied {', '.join(denied) or 'none'}"
 
 
 def _decide(
@@ -227,6 +238,8 @@ def _decide(
     yes: bool,
     queue: bool = False,
     allow_provider_change: bool = False,
+    calls: tuple[str, ...] = (),
+    denied: tuple[str, ...] = (),
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -262,7 +275,7 @@ def _decide(
         if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
         level = recorded_level(store, run_id, None)
-        state = show_before_deciding(
+        state, decision = show_before_deciding(
             data,
             level,
             approve=approve,
@@ -270,11 +283,13 @@ def _decide(
             yes=yes,
             run_id=run_id,
             stored_level=level_stored_with(store, run_id),
+            calls=calls,
+            denied=denied,
         )
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
         if queued:
-            _decide_for_worker(store, state, approve, digest)
+            _decide_for_worker(store, state, decision, digest)
             return
         announce_provider(provider)
         if isinstance(provider, ScriptedProvider):
@@ -289,7 +304,7 @@ def _decide(
             with status("Resuming the run", refusals=(ApprovalError,)) as progress:
                 result = loop.resume(
                     run_id,
-                    approved=approve,
+                    approved=decision,
                     digest=digest,
                     claimant=claimant("cli"),
                     allow_provider_change=allow_provider_change,
@@ -302,10 +317,28 @@ def _decide(
         raise SystemExit(1)
 
 
-def _decision_command(approve: bool) -> Callable[..., None]:
+def _per_call_options(func: Callable[..., None]) -> Callable[..., None]:
+    """``--call ID`` and ``--deny ID`` of ``runs approve``: a decision per pending call."""
+    func = click.option(
+        "--deny",
+        "denied",
+        multiple=True,
+        metavar="CALL_ID",
+        help="Deny this pending call and approve the others (repeat it for more).",
+    )(func)
+    return click.option(
+        "--call",
+        "calls",
+        multiple=True,
+        metavar="CALL_ID",
+        help="Approve only this pending call (repeat it for more); every call not named is "
+        "denied. The ids are shown with the pending calls.",
+    )(func)
+
+
+def _decision_command(approve: bool) -> click.Command:
     verb = "approve" if approve else "deny"
 
-    @runs.command(verb)
     @click.argument("run_id")
     @click.option(
         "--digest",
@@ -356,9 +389,18 @@ def _decision_command(approve: bool) -> Callable[..., None]:
             yes=yes,
             queue=queue,
             allow_provider_change=allow_provider_change,
+            calls=options.pop("calls", ()),
+            denied=options.pop("denied", ()),
         )
 
-    decide.__doc__ = (
+    per_call = (
+        " With --call or --deny the decision is per call: the named calls are approved "
+        "(--call) or denied (--deny), the others denied (--call) or approved (--deny only)."
+        if approve
+        else ""
+    )
+    command = runs.command(verb)(_per_call_options(decide) if approve else decide)
+    command.help = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
         "The pending calls are shown first, with their complete arguments (paged on a "
         "terminal when long); on a terminal the command then asks (--yes does not). A run "
@@ -366,9 +408,9 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         "The run goes on with the given provider (default: the configured one, else the "
         "scripted demo, from the turn it had reached); when that is not the provider or model "
         f"the run was suspended with, the decision is refused unless {ALLOW_FLAG} is given."
+        f"{per_call}"
     )
-    decide.help = decide.__doc__
-    return decide
+    return command
 
 
 approve_run = _decision_command(True)
