@@ -40,6 +40,7 @@ from nr_llm_core.cli._runners import (
     stale_note,
 )
 from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs
+from nr_llm_core.cli._script_check import check_script
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -254,6 +255,7 @@ def _decide(
         tool_timeout=options.pop("tool_timeout"),
     )
     # Built first: a missing key stops the command before anyone is asked to decide.
+    script_given = options.get("script") is not None
     provider = make_provider(options.pop("provider"), config=config, **options)
     store = open_persister(db, config=config)
     if store is None:
@@ -274,6 +276,9 @@ def _decide(
         queued = queue or _queued(store, run_id)
         if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
+            check_script(
+                data, provider, allowed=allow_provider_change, run_id=run_id, given=script_given
+            )
         level = recorded_level(store, run_id, None)
         state, decision = show_before_deciding(
             data,
