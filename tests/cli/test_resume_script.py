@@ -29,9 +29,7 @@ def waiting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str,
     monkeypatch.chdir(tmp_path)  # the demo's tools keep their database in ./.nr-llm
     db = tmp_path / "audit.db"
     with AgentRunPersister(db) as store:
-        result = ToolLoop(ScriptedProvider(APPEND_TURNS), append_host(), persister=store).run(
-            "go"
-        )
+        result = ToolLoop(ScriptedProvider(APPEND_TURNS), append_host(), persister=store).run("go")
     assert result.termination_reason is TerminationReason.AWAITING_APPROVAL
     script = tmp_path / "script.json"
     script.write_text(json.dumps(APPEND_TURNS))
