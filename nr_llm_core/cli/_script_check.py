@@ -50,12 +50,13 @@ def check_script(
     """Refuse (``ClickException``) to decide on the stored state ``data`` with the scripted
     ``provider`` when its turns do not begin with the ones the run played: the demo's for a
     run begun with ``--script`` (``given`` false), or another script's. ``allowed``
-    (``--allow-provider-change``) lets it go on with them. A state that cannot be read is
-    left to the decision, which refuses it."""
+    (``--allow-provider-change``) lets it go on with them. A state that cannot be read or
+    does not verify is left to the decision, which refuses it."""
     if not isinstance(provider, ScriptedProvider) or allowed:
         return
     try:
         state = SuspendedRunState.from_dict(data)
+        state.verify()  # an altered state is the decision's to refuse, in its own words
     except ApprovalError:
         return
     played = [
