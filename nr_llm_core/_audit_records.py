@@ -15,6 +15,7 @@ from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, NrLlmError
 from nr_llm_core.results import Artifact, ToolResult
 
 __all__ = [
+    "ABANDONED",
     "DISCARDED",
     "MAX_CANDIDATES",
     "MIN_RUN_ID_PREFIX",
@@ -23,6 +24,7 @@ __all__ = [
     "RunRecord",
     "RunSettledError",
     "RunStatus",
+    "RunnerNotGoneError",
     "StepRecord",
     "SuspendedStateError",
     "TakenAwayError",
@@ -38,6 +40,8 @@ __all__ = [
 
 #: The termination reason of a run that was discarded while it waited for approval.
 DISCARDED = "discarded"
+#: The termination reason of a run ended by an operator because its runner was gone (ADR 0042).
+ABANDONED = "abandoned"
 #: The shortest run id prefix that is looked up; a shorter string must be a whole id.
 MIN_RUN_ID_PREFIX = 4
 #: How many candidates an ambiguous run id prefix names.
@@ -112,6 +116,12 @@ def chosen_run(given: str, matches: list[str]) -> str:
 
 class RunSettledError(AuditStoreError):
     """The run already has a final status; a final status is never changed."""
+
+
+class RunnerNotGoneError(AuditStoreError):
+    """A running run cannot be ended as abandoned: nothing proves that its runner is gone
+    (it lives, it ran on another host, or no runner is recorded). The message says which
+    and what to do; nothing was changed."""
 
 
 class SuspendedStateError(AuditStoreError):

@@ -91,6 +91,14 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 4: no new column: the states of waiting runs are re-signed with the host secret (their
     # approval digest becomes an HMAC, ADR 0024) by the upgrade hook, in this transaction.
     (),
+    # 5: who runs a run (ADR 0042): the host, pid and start time of the process that began or
+    # last claimed it, so that a run whose process was killed can be told from one that still
+    # runs. NULL for runs recorded before: their runner is unknown.
+    (
+        "ALTER TABLE runs ADD COLUMN runner_host TEXT",
+        "ALTER TABLE runs ADD COLUMN runner_pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN runner_started TEXT",
+    ),
 )
 
 #: The version this code writes.
@@ -214,11 +222,13 @@ INSERT_AT: Final = (
     "SELECT ?1, ?7, ?2, ?3, ?4, ?5, ?6 "
     "WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND status IN ('running', 'suspended'))"
 )
-# Ends a suspension: the state's columns cleared, the claim (?2 who, ?3 when) recorded.
-# ?1 is the run id; the caller wipes the state file after the commit.
+# Ends a suspension: the state's columns cleared, the claim (?2 who, ?3 when) recorded, and
+# the claiming process as the run's runner (?4 host, ?5 pid, ?6 start). ?1 is the run id; the
+# caller wipes the state file after the commit.
 RESUME: Final = (
     "UPDATE runs SET status = 'running', state_file = NULL, state_sha256 = NULL, "
-    "state_digest = NULL, claimed_by = ?2, claimed_at = ?3 WHERE id = ?1 AND status = 'suspended'"
+    "state_digest = NULL, claimed_by = ?2, claimed_at = ?3, runner_host = ?4, runner_pid = ?5, "
+    "runner_started = ?6 WHERE id = ?1 AND status = 'suspended'"
 )
 STATE_OF: Final = "SELECT state_file FROM runs WHERE id = ? AND status = 'suspended'"
 ADD_TOKENS: Final = (

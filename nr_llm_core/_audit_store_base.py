@@ -4,10 +4,11 @@ gets, trace listeners, the settle shorthands and a resume refusal (one copy for 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Self
 
-from nr_llm_core._audit_records import RunRecord, RunStatus, resume_refusal
+from nr_llm_core._audit_records import AuditStoreError, RunRecord, RunStatus, resume_refusal
+from nr_llm_core._audit_runner import Runner
 from nr_llm_core.privacy import PrivacyLevel, effective_level
 from nr_llm_core.trace import RunStep, RunTrace, StepListener
 
@@ -99,3 +100,33 @@ class StoreBase(abc.ABC):
         """Why ``run_id`` cannot be claimed now, as the error a resumer should raise: who
         resumed or discarded it and when, or that it is unknown or not waiting."""
         return resume_refusal(run_id, self.get_run(run_id))
+
+    def runners(self, run_ids: Collection[str]) -> dict[str, Runner]:
+        """The recorded runner of each of ``run_ids`` that has one (ADR 0042). This default
+        records none: a store that does not record runners says nothing of them."""
+        return {}
+
+    def abandon(self, run_id: str, *, claimant: str | None = None) -> None:
+        """End a running run whose runner is provably gone (ADR 0042). This default refuses:
+        a store that does not record runners cannot prove one gone."""
+        raise AuditStoreError(
+            "ending a run whose runner is gone is not supported by this store (it does not "
+            "record who runs a run); nothing was changed"
+        )
+
+    @abc.abstractmethod
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The most recently started runs first."""
+
+    def list_runs_with_status(self, statuses: Collection[str], limit: int = 50) -> list[RunRecord]:
+        """The ``limit`` most recently started runs whose status is one of ``statuses``,
+        newest first. This default reads ever longer pages of :meth:`list_runs` until it has
+        ``limit`` of them or has read every run; a store that can ask its database does so."""
+        wanted = set(statuses)
+        page = max(1, int(limit)) * 4
+        while True:
+            records = self.list_runs(page)
+            chosen = [r for r in records if r["status"] in wanted]
+            if len(chosen) >= limit or len(records) < page:
+                return chosen[: max(0, int(limit))]
+            page *= 2

@@ -23,6 +23,7 @@ from nr_llm_core._audit_records import (
     resume_refusal,
     run_record,
 )
+from nr_llm_core._audit_runner import this_runner
 from nr_llm_core._audit_schema import RESUME, RUN_COLUMNS, STATE_OF, now
 from nr_llm_core.approval import SuspendedRunState, checked_stored_state, resigned
 from nr_llm_core.encoding import decode_json, encode_json_str
@@ -168,9 +169,11 @@ def waiting_state(
 
 
 def end_suspension(conn: sqlite3.Connection, run_id: str, who: str) -> str | None:
-    """Claim the run for ``who`` (status ``running``); return its state file to wipe."""
+    """Claim the run for ``who`` (status ``running``, this process its runner); return its
+    state file to wipe."""
     name = state_file(conn, run_id)
-    conn.execute(RESUME, (run_id, who, now()))
+    runner = this_runner()
+    conn.execute(RESUME, (run_id, who, now(), runner.host, runner.pid, runner.started))
     return name
 
 

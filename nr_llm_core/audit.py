@@ -10,7 +10,11 @@ Run life cycle::
 
     begin() ──▶ running ──suspend()──▶ suspended ──claim_suspended()──▶ running
                    │                      │  └──────discard()──────▶ cancelled
-                   └──── settle() ────────┴──▶ completed | failed | cancelled   (final)
+                   ├──── settle() ────────┴──▶ completed | failed | cancelled   (final)
+                   └──── abandon() (its runner provably gone) ──▶ failed
+
+The process that begins or claims a run is recorded as its runner (:mod:`._audit_runner`):
+a run whose process was killed stays ``running`` until :meth:`~AgentRunPersister.abandon`.
 
 A final status cannot be settled again: :class:`RunSettledError`. Steps are accepted while a
 run is running or suspended; for a settled or unknown run :meth:`~AgentRunPersister.record_step`
@@ -35,10 +39,12 @@ from typing import Any, Final, final
 from nr_llm_core import _audit_schema, _audit_states
 from nr_llm_core import _audit_suspension as _suspension
 from nr_llm_core._audit_records import (
+    ABANDONED,
     MAX_CANDIDATES,
     MIN_RUN_ID_PREFIX,
     AmbiguousRunIdError,
     AuditStoreError,
+    RunnerNotGoneError,
     RunRecord,
     RunSettledError,
     RunStatus,
@@ -52,6 +58,7 @@ from nr_llm_core._audit_records import (
     refuse_artifacts,
     run_record,
 )
+from nr_llm_core._audit_runner import Runner, RunnerState, refusal, runner_state, this_runner
 from nr_llm_core._audit_schema import (
     ADD_TOKENS,
     INSERT_AT,
@@ -85,6 +92,7 @@ __all__ = [
     "RunRecord",
     "RunSettledError",
     "RunStatus",
+    "RunnerNotGoneError",
     "StepRecord",
     "SuspendedStateError",
     "TakenAwayError",
@@ -224,12 +232,22 @@ class AgentRunPersister(StoreBase):
             meta_json = None if meta is None else encode_json_str(meta)
         except Exception as exc:
             raise AuditStoreError(f"run meta is not JSON: {type(exc).__name__}") from None
+        runner = this_runner()  # who drives it, to tell later whether it still does
         try:
             with self._write() as conn:
                 conn.execute(
-                    "INSERT INTO runs (id, status, started_at, privacy_level, meta) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (run_id, RunStatus.RUNNING.value, now(), level.value, meta_json),
+                    "INSERT INTO runs (id, status, started_at, privacy_level, meta, "
+                    "runner_host, runner_pid, runner_started) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        RunStatus.RUNNING.value,
+                        now(),
+                        level.value,
+                        meta_json,
+                        runner.host,
+                        runner.pid,
+                        runner.started,
+                    ),
                 )
         except Exception as exc:
             raise AuditStoreError(f"could not begin run {run_id!r}: {type(exc).__name__}") from exc
@@ -536,6 +554,60 @@ class AgentRunPersister(StoreBase):
         self._levels.pop(run_id, None)
         self._next_seq.pop(run_id, None)
 
+    # -- runners -------------------------------------------------------------------------------
+
+    def runners(self, run_ids: Collection[str]) -> dict[str, Runner]:
+        """The recorded runner of each of ``run_ids`` (the process that began it or last
+        claimed it, ADR 0042); a run without one (recorded before runners were) is left out."""
+        ids = [i for i in dict.fromkeys(run_ids) if encodable(i)]
+        found: dict[str, Runner] = {}
+        for start in range(0, len(ids), 500):  # under SQLite's limit on bound parameters
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                "SELECT id, runner_host, runner_pid, runner_started FROM runs "  # noqa: S608  # only placeholders are joined
+                f"WHERE runner_host IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            for run_id, host, pid, started in rows:
+                found[str(run_id)] = Runner(str(host), int(pid), str(started))
+        return found
+
+    def abandon(self, run_id: str, *, claimant: str | None = None) -> None:
+        """End ``run_id``, which is ``running`` but whose runner is provably gone (same host;
+        its pid dead, or now another process): settled ``failed``, reason ``abandoned``,
+        ``claimant`` (default ``claimant("api")``) and the time recorded as its claim.
+
+        Checked and settled in one write transaction. :class:`RunnerNotGoneError` when nothing
+        proves the runner gone (alive, another host, none recorded, a live pid whose start
+        time cannot be read); :class:`UnknownRunError`; :class:`AuditStoreError` when the run
+        is not running. Nothing is changed when it is refused."""
+        who = _suspension.claimant_text(claimant)
+        _known_text(run_id)
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT status, runner_host, runner_pid, runner_started FROM runs WHERE id = ?",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                raise UnknownRunError(f"no such run {run_id[:80]!r}")
+            if row[0] != RunStatus.RUNNING:
+                raise AuditStoreError(
+                    f"run {run_id[:80]!r} is {row[0]}, not running: only a running run is "
+                    "ended as abandoned"
+                )
+            runner = None if row[1] is None else Runner(str(row[1]), int(row[2]), str(row[3]))
+            state = runner_state(runner)
+            if state is not RunnerState.GONE:
+                raise RunnerNotGoneError(refusal(run_id, runner, state))
+            at = now()
+            conn.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, termination_reason = ?, "
+                "claimed_by = ?, claimed_at = ? WHERE id = ?",
+                (RunStatus.FAILED.value, at, ABANDONED, who, at, run_id),
+            )
+        self._levels.pop(run_id, None)
+        self._next_seq.pop(run_id, None)
+
     def _wipe(self, name: str | None) -> None:
         if name is not None:
             try:
@@ -565,6 +637,18 @@ class AgentRunPersister(StoreBase):
         rows = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",  # noqa: S608  # a constant column list
             (max(0, int(limit)),),
+        )
+        return [run_record(row) for row in rows]
+
+    def list_runs_with_status(self, statuses: Collection[str], limit: int = 50) -> list[RunRecord]:
+        """The most recently started runs whose status is one of ``statuses`` first."""
+        wanted = [str(s) for s in dict.fromkeys(statuses) if encodable(str(s))]
+        if not wanted:
+            return []
+        rows = self._read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ({', '.join('?' * len(wanted))}) "  # noqa: S608  # a constant column list and placeholders
+            "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            (*wanted, max(0, int(limit))),
         )
         return [run_record(row) for row in rows]
 

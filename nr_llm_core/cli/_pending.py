@@ -28,6 +28,7 @@ __all__ = [
     "not_shown_note",
     "pending_json",
     "pending_text",
+    "per_call",
     "recorded_level",
     "render_pending",
     "show_before_deciding",
@@ -142,6 +143,47 @@ def pending_json(
     return view
 
 
+def per_call(
+    state: SuspendedRunState, approve: bool, calls: tuple[str, ...], denied: tuple[str, ...]
+) -> bool | dict[str, bool]:
+    """The decision ``runs approve|deny`` passes on: ``approve`` for every call that waits
+    (no ``--call``/``--deny``), else call id -> approved for each of them: ``--call`` ids
+    approved and every other call denied (fail closed, as the API decides), or, with only
+    ``--deny``, those denied and the others approved. An id that names no call waiting for
+    approval, or one given to both, is refused (``UsageError``) before anyone is asked."""
+    if not calls and not denied:
+        return approve
+    waiting = state.needs_approval
+    both = sorted(set(calls) & set(denied))
+    if both:
+        raise click.UsageError(f"--call and --deny both name {visible(both[0])!r}")
+    for call_id in (*calls, *denied):
+        if call_id not in waiting:
+            named = ", ".join(visible(c, keep_newlines=False) for c in waiting)
+            raise click.UsageError(
+                f"no call of the run waits for approval with the id "
+                f"{visible(call_id[:80], keep_newlines=False)!r}; the calls that wait: {named}"
+            )
+    if calls:
+        return {call_id: call_id in calls for call_id in waiting}
+    return {call_id: call_id not in denied for call_id in waiting}
+
+
+def _question(state: SuspendedRunState, decision: bool | Mapping[str, bool]) -> str:
+    if isinstance(decision, bool):
+        verb = "Approve" if decision else "Deny"
+        return (
+            f"{verb} the {len(state.needs_approval)} call(s) marked needs approval and resume "
+            "the run?"
+        )
+    approved = [visible(c, keep_newlines=False) for c, yes in decision.items() if yes]
+    denied = [visible(c, keep_newlines=False) for c, yes in decision.items() if not yes]
+    parts = [f"approve {', '.join(approved)}"] if approved else []
+    parts += [f"deny {', '.join(denied)}"] if denied else []
+    said = " and ".join(parts)
+    return f"{said[0].upper()}{said[1:]}, then resume the run?"
+
+
 def show_before_deciding(
     data: Mapping[str, Any],
     privacy_level: object,
@@ -151,8 +193,11 @@ def show_before_deciding(
     yes: bool,
     run_id: str | None = None,
     stored_level: object = None,
-) -> SuspendedRunState:
-    """Show the pending calls a decision applies to, and return their state.
+    calls: tuple[str, ...] = (),
+    denied: tuple[str, ...] = (),
+) -> tuple[SuspendedRunState, bool | dict[str, bool]]:
+    """Show the pending calls a decision applies to; return their state and the decision
+    (:func:`per_call`: ``approve`` for all, or per call from ``calls``/``denied``).
 
     Refuses (``ClickException``) a state that would be refused anyway, and an approval whose
     arguments cannot be shown (privacy level none) unless it is explicitly ``blind``. When
@@ -163,7 +208,9 @@ def show_before_deciding(
     if state is None or problem is not None:
         words = str(problem) if run_id is None else unusable(run_id, str(problem))
         raise click.ClickException(visible(words, keep_newlines=False))
-    if approve and not arguments_shown(privacy_level) and not blind:
+    decision = per_call(state, approve, calls, denied)
+    approves = decision if isinstance(decision, bool) else any(decision.values())
+    if approves and not arguments_shown(privacy_level) and not blind:
         level = visible(str(privacy_level), keep_newlines=False)
         where = f"is recorded at privacy level {level}"
         if type(stored_level) is str and stored_level != privacy_level:
@@ -179,13 +226,8 @@ def show_before_deciding(
         )
     page(render_pending(state, privacy_level))
     if yes or not sys.stdin.isatty():
-        return state
-    verb = "Approve" if approve else "Deny"
-    if not click.confirm(
-        f"{verb} the {len(state.needs_approval)} call(s) marked needs approval and resume the run?",
-        default=False,
-        err=True,
-    ):
+        return state, decision
+    if not click.confirm(_question(state, decision), default=False, err=True):
         click.echo("Nothing decided: the run is still waiting.", err=True)
         raise SystemExit(1)
-    return state
+    return state, decision

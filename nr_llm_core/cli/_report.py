@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from nr_llm_core.cli._output import visible
@@ -62,10 +64,14 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
         if line is not None:
             click.echo(line)
     usage = result.usage
-    summary = (
-        f"{result.termination_reason.value} after {result.iterations} completion(s); "
-        f"tokens {usage.input_tokens} in / {usage.output_tokens} out"
-    )
+    if result.termination_reason is TerminationReason.FAILED:
+        # The loop counts the request that failed: it brought no completion.
+        arrived = max(0, result.iterations - 1)
+        counted = "no completion arrived" if not arrived else f"after {arrived} completion(s)"
+        summary = f"failed: {_failure(result.error)}; {counted}"
+    else:
+        summary = f"{result.termination_reason.value} after {result.iterations} completion(s)"
+    summary += f"; tokens {usage.input_tokens} in / {usage.output_tokens} out"
     if result.truncated:
         summary += "; truncated at the round cap"
     click.echo(summary)
@@ -77,6 +83,28 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
     state = result.suspended
     if state is not None:
         click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))
+
+
+# How the HTTP adapters word a provider that could not be reached or refused the request
+# (nr_llm_core.providers._http): host words, the endpoint shown without credentials.
+_UNREACHABLE = re.compile(r"provider error: could not reach .+? at (\S+)")
+_REFUSED = re.compile(r"provider error: .+? at (\S+) refused the request")
+_CREDENTIALS = re.compile(r"provider error: .+? refused the credentials")
+
+
+def _failure(error: str | None) -> str:
+    """What a failed run's summary says failed: a provider that could not be reached or
+    refused the request, with its endpoint; else the provider (the error line says how)."""
+    text = error or ""
+    reached = _UNREACHABLE.match(text)
+    if reached is not None:
+        return f"the provider could not be reached ({visible(reached.group(1))})"
+    refused = _REFUSED.match(text)
+    if refused is not None:
+        return f"the provider refused the request ({visible(refused.group(1))})"
+    if _CREDENTIALS.match(text):
+        return "the provider refused the credentials"
+    return "the provider failed (the error below says why)"
 
 
 def outcome(result: ToolLoopResult) -> str:

@@ -24,7 +24,14 @@ from nr_llm_core.stores._url import sqlite_path
 if TYPE_CHECKING:  # the configuration module is imported only when a store is looked for
     from nr_llm_core.config import Config
 
-__all__ = ["db_option", "no_database", "open_persister", "open_store", "store_target"]
+__all__ = [
+    "db_option",
+    "no_database",
+    "open_persister",
+    "open_store",
+    "resolve_run_id",
+    "store_target",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Target = str | os.PathLike[str] | None
@@ -92,9 +99,19 @@ def open_persister(
     return _opened(target)
 
 
-def no_database(db: Target, config: Config | None = None) -> None:
+def resolve_run_id(store: AuditStore, given: str) -> str:
+    """The whole id of the run ``given`` names (a whole id or a unique prefix of at least
+    four characters, see :meth:`~nr_llm_core.audit.AgentRunPersister.resolve_run_id`); an
+    unknown or ambiguous one is a ``ClickException`` that says which."""
+    try:
+        return store.resolve_run_id(given)
+    except AuditStoreError as exc:
+        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+
+
+def no_database(db: Target, config: Config | None = None, *, err: bool = False) -> None:
     """Say that there is no store at ``db`` (shown masked; ``config`` as for
-    :func:`store_target`)."""
+    :func:`store_target`), on stderr when ``err`` (a command whose stdout is JSON)."""
     target = store_target(db, config)
     if store_kind(target) == "sqlite":
         # The whole path: a relative one does not say which directory was looked in.
@@ -105,5 +122,6 @@ def no_database(db: Target, config: Config | None = None) -> None:
         shown = masked(target)
     click.echo(
         f"No audit database at {visible(shown, keep_newlines=False)}: name the store with "
-        "--db PATH|URL, NR_LLM_DB, or [store] db in the configuration file."
+        "--db PATH|URL, NR_LLM_DB, or [store] db in the configuration file.",
+        err=err,
     )

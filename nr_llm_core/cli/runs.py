@@ -1,4 +1,4 @@
-"""``nr-llm runs list|show|approve|deny|discard`` and ``nr-llm privacy level|purge``.
+"""``nr-llm runs list|show|approve|deny|discard|abandon`` and ``nr-llm privacy level|purge``.
 
 Every stored string is printed through :func:`~nr_llm_core.cli._output.visible`: a run's steps
 hold tool and model bytes at the FULL and REDACTED levels, and none of them may drive the
@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from nr_llm_core.audit import AuditStoreError
-from nr_llm_core.cli._output import or_nothing, page, render_table, status, visible
+from nr_llm_core.cli._output import or_nothing, page, status, visible
 from nr_llm_core.cli._pending import (
     level_stored_with,
     pending_json,
@@ -32,6 +32,15 @@ from nr_llm_core.cli._provider_check import (
     provider_changes,
 )
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
+from nr_llm_core.cli._runners import (
+    abandon_run,
+    runner_json,
+    runners_of,
+    shown_status,
+    stale_note,
+)
+from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs
+from nr_llm_core.cli._script_check import check_script
 from nr_llm_core.cli._session import (
     close_provider,
     config_option,
@@ -41,25 +50,22 @@ from nr_llm_core.cli._session import (
     session,
     tool_timeout_option,
 )
-from nr_llm_core.cli._store import db_option, no_database, open_persister
+from nr_llm_core.cli._store import db_option, no_database, open_persister, resolve_run_id
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
-from nr_llm_core.stores import AuditStore
 from nr_llm_core.stores._reasons import NOTES as GIVEN_BACK_NOTES
 from nr_llm_core.traceparent import parse_traceparent
 
-__all__ = ["approve_run", "deny_run", "discard_run", "privacy", "runs"]
-
-
-def resolve_run_id(store: AuditStore, given: str) -> str:
-    """The whole id of the run ``given`` names (a whole id or a unique prefix of at least
-    four characters, see :meth:`~nr_llm_core.audit.AgentRunPersister.resolve_run_id`); an
-    unknown or ambiguous one is a ``ClickException`` that says which."""
-    try:
-        return store.resolve_run_id(given)
-    except AuditStoreError as exc:
-        raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+__all__ = [
+    "abandon_run",
+    "approve_run",
+    "deny_run",
+    "discard_run",
+    "list_runs",
+    "privacy",
+    "runs",
+]
 
 
 @click.group()
@@ -69,66 +75,8 @@ def runs() -> None:
     Every RUN_ID may be shortened to a unique prefix of at least four characters."""
 
 
-@runs.command("list")
-@db_option
-@click.option(
-    "--limit",
-    default=20,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="How many runs, newest first.",
-)
-@config_option
-def list_runs(db: str | None, limit: int, config_path: Path | None) -> None:
-    """The most recent runs."""
-    config = read_config(config_path)  # its [store] db, when --db and NR_LLM_DB are unset
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        return
-    with store:
-        records = store.list_runs(limit)
-    if not records:
-        click.echo("No runs recorded.")
-        return
-    rows = [
-        [
-            r["id"],
-            r["status"],
-            r["started_at"],
-            str(r["steps"]),
-            str(r["iterations"]),
-            f"{r['tokens_in']}/{r['tokens_out']}",
-            r["privacy_level"],
-            r["termination_reason"],
-        ]
-        for r in records
-    ]
-    click.echo(
-        render_table(
-            ["RUN", "STATUS", "STARTED", "STEPS", "ITER", "TOKENS IN/OUT", "PRIVACY", "REASON"],
-            rows,
-            max_width=40,
-        )
-    )
-
-
-_RUN_FIELDS = (
-    "id",
-    "status",
-    "started_at",
-    "ended_at",
-    "iterations",
-    "truncated",
-    "termination_reason",
-    "tokens_in",
-    "tokens_out",
-    "privacy_level",
-    "suspended",
-    "claimed_by",
-    "claimed_at",
-    "steps",
-)
+runs.add_command(list_runs)
+runs.add_command(abandon_run)
 
 
 @runs.command("show")
@@ -157,6 +105,7 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         if record is None:  # purged since it was resolved
             raise click.ClickException(f"no such run {visible(run_id, keep_newlines=False)!r}")
         steps = store.steps(run_id)
+        seen = runners_of(store, [record])
         lost: str | None = None
         try:
             data = store.load_suspended(run_id)
@@ -169,7 +118,10 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
     run["trace_id"] = None if traced is None else traced[0]
     if as_json:
         out = {
-            "run": {key: run[key] for key in (*_RUN_FIELDS, "trace_id")},
+            "run": {
+                **{key: run[key] for key in (*RUN_FIELDS, "trace_id")},
+                "runner": runner_json(run_id, seen),
+            },
             "steps": [
                 {key: step[key] for key in ("seq", "kind", "round", "duration_ms", "step")}
                 for step in steps
@@ -184,15 +136,15 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         click.echo(encode_json_ascii(out))
         return
     lines = []
-    for key in _RUN_FIELDS:
-        value = run[key]
+    for key in RUN_FIELDS:
+        value = shown_status(record, seen) if key == "status" else run[key]
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")
     lines.extend(change_lines(provider_changes(steps)))
-    note = _given_back_note(run)
-    if note is not None:
-        lines.append(note)
+    for note in (_given_back_note(run), stale_note(run_id, seen)):
+        if note is not None:
+            lines.append(note)
     for step in steps:
         lines.append(f"\n#{step['seq']} {visible(step['kind'], keep_newlines=False)}")
         # The payload is printed as stored: the operator sees exactly what the level kept.
@@ -222,7 +174,9 @@ def _queued(store: Any, run_id: str) -> bool:
     return isinstance(meta, dict) and meta.get("queued") is True
 
 
-def _decide_for_worker(store: Any, state: Any, approve: bool, digest: str) -> None:
+def _decide_for_worker(
+    store: Any, state: Any, approve: bool | dict[str, bool], digest: str
+) -> None:
     """Claim the run for the workers: the decisions go into the store with its state
     (signed), the queue gets its id, and whichever worker is free resumes it."""
     from nr_llm_core.approval import decisions_for
@@ -243,8 +197,17 @@ def _decide_for_worker(store: Any, state: Any, approve: bool, digest: str) -> No
         )
     except (ApprovalError, AuditStoreError) as exc:
         raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    verb = "Approved" if approve else "Denied"
+    verb = _decided_words(approve)
     click.echo(f"{verb}; run {visible(state.run_id, keep_newlines=False)} is queued for a worker.")
+
+
+def _decided_words(decision: bool | dict[str, bool]) -> str:
+    """``Approved``, ``Denied``, or which calls were approved and which denied."""
+    if isinstance(decision, bool):
+        return "Approved" if decision else "Denied"
+    approved = [visible(c, keep_newlines=False) for c, yes in decision.items() if yes]
+    denied = [visible(c, keep_newlines=False) for c, yes in decision.items() if not yes]
+    return f"Approved {', '.join(approved) or 'none'}, denied {', '.join(denied) or 'none'}"
 
 
 def _decide(
@@ -258,6 +221,8 @@ def _decide(
     yes: bool,
     queue: bool = False,
     allow_provider_change: bool = False,
+    calls: tuple[str, ...] = (),
+    denied: tuple[str, ...] = (),
 ) -> None:
     # Imported here: the loop and providers are only needed when a run is resumed.
     from nr_llm_core.audit import AuditStoreError, claimant
@@ -272,6 +237,7 @@ def _decide(
         tool_timeout=options.pop("tool_timeout"),
     )
     # Built first: a missing key stops the command before anyone is asked to decide.
+    script_given = options.get("script") is not None
     provider = make_provider(options.pop("provider"), config=config, **options)
     store = open_persister(db, config=config)
     if store is None:
@@ -292,8 +258,11 @@ def _decide(
         queued = queue or _queued(store, run_id)
         if not queued:  # refused before the calls are shown and anyone is asked (ADR 0033)
             check_decision_provider(data, provider, allowed=allow_provider_change, run_id=run_id)
+            check_script(
+                data, provider, allowed=allow_provider_change, run_id=run_id, given=script_given
+            )
         level = recorded_level(store, run_id, None)
-        state = show_before_deciding(
+        state, decision = show_before_deciding(
             data,
             level,
             approve=approve,
@@ -301,11 +270,13 @@ def _decide(
             yes=yes,
             run_id=run_id,
             stored_level=level_stored_with(store, run_id),
+            calls=calls,
+            denied=denied,
         )
         # The decision is bound to the turn loaded here (its script position too).
         digest = state.digest if digest is None else digest
         if queued:
-            _decide_for_worker(store, state, approve, digest)
+            _decide_for_worker(store, state, decision, digest)
             return
         announce_provider(provider)
         if isinstance(provider, ScriptedProvider):
@@ -320,7 +291,7 @@ def _decide(
             with status("Resuming the run", refusals=(ApprovalError,)) as progress:
                 result = loop.resume(
                     run_id,
-                    approved=approve,
+                    approved=decision,
                     digest=digest,
                     claimant=claimant("cli"),
                     allow_provider_change=allow_provider_change,
@@ -333,10 +304,28 @@ def _decide(
         raise SystemExit(1)
 
 
-def _decision_command(approve: bool) -> Callable[..., None]:
+def _per_call_options(func: Callable[..., None]) -> Callable[..., None]:
+    """``--call ID`` and ``--deny ID`` of ``runs approve``: a decision per pending call."""
+    func = click.option(
+        "--deny",
+        "denied",
+        multiple=True,
+        metavar="CALL_ID",
+        help="Deny this pending call and approve the others (repeat it for more).",
+    )(func)
+    return click.option(
+        "--call",
+        "calls",
+        multiple=True,
+        metavar="CALL_ID",
+        help="Approve only this pending call (repeat it for more); every call not named is "
+        "denied. The ids are shown with the pending calls.",
+    )(func)
+
+
+def _decision_command(approve: bool) -> click.Command:
     verb = "approve" if approve else "deny"
 
-    @runs.command(verb)
     @click.argument("run_id")
     @click.option(
         "--digest",
@@ -387,9 +376,18 @@ def _decision_command(approve: bool) -> Callable[..., None]:
             yes=yes,
             queue=queue,
             allow_provider_change=allow_provider_change,
+            calls=options.pop("calls", ()),
+            denied=options.pop("denied", ()),
         )
 
-    decide.__doc__ = (
+    per_call = (
+        " With --call or --deny the decision is per call: the named calls are approved "
+        "(--call) or denied (--deny), the others denied (--call) or approved (--deny only)."
+        if approve
+        else ""
+    )
+    command = runs.command(verb)(_per_call_options(decide) if approve else decide)
+    command.help = (
         f"{verb.capitalize()} the pending tool calls of RUN_ID and continue the run.\n\n"
         "The pending calls are shown first, with their complete arguments (paged on a "
         "terminal when long); on a terminal the command then asks (--yes does not). A run "
@@ -397,9 +395,9 @@ def _decision_command(approve: bool) -> Callable[..., None]:
         "The run goes on with the given provider (default: the configured one, else the "
         "scripted demo, from the turn it had reached); when that is not the provider or model "
         f"the run was suspended with, the decision is refused unless {ALLOW_FLAG} is given."
+        f"{per_call}"
     )
-    decide.help = decide.__doc__
-    return decide
+    return command
 
 
 approve_run = _decision_command(True)
@@ -426,7 +424,14 @@ def discard_run(run_id: str, db: str | None, config_path: Path | None) -> None:
         try:
             store.discard(run_id, claimant=claimant("cli"))
         except (ApprovalError, AuditStoreError) as exc:
-            raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
+            text = visible(str(exc), keep_newlines=False)
+            record = store.get_run(run_id)
+            if record is not None and record["status"] == "running":  # killed mid-run?
+                text += (
+                    f"; a running run whose process is gone is ended with `nr-llm runs "
+                    f"abandon {visible(run_id, keep_newlines=False)}`"
+                )
+            raise click.ClickException(text) from None
     click.echo(f"Discarded run {visible(run_id, keep_newlines=False)}; its saved state is wiped.")
 
 

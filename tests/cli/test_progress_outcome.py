@@ -48,7 +48,7 @@ def test_a_failed_run_never_says_done_on_a_pipe(tmp_path: Path, env: dict[str, s
     assert ran.code == 1, ran.err
     assert progress(ran.err, RUNNING) == [f"{RUNNING} failed"]
     assert "done" not in ran.err
-    assert "failed after 1 completion(s)" in ran.out
+    assert "failed: the provider failed (the error below says why); no completion" in ran.out
 
 
 def test_a_completed_run_says_done_and_a_waiting_one_says_so(

@@ -67,7 +67,7 @@ def test_a_failed_run_exits_non_zero_with_a_reason() -> None:
             env={"OPENAI_API_KEY": "sk-cli-secret"},
         )
     assert out.exit_code == 1
-    assert "failed after 1 completion(s)" in out.output
+    assert "failed: the provider refused the credentials; no completion arrived" in out.output
     assert "HTTP 401 (invalid_api_key)" in out.output
     assert "sk-cli-secret" not in out.output
 
