@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from nr_llm_core.bounding import MAX_ARTIFACT_BYTES, MAX_ARTIFACT_DEPTH, MAX_CONTENT_BYTES
-from nr_llm_core.errors import ConfigurationError, NrLlmError, ToolLoadError
+from nr_llm_core.errors import ConfigurationError, NrLlmError, ToolDefinitionError, ToolLoadError
 from nr_llm_core.hooks import ToolContext, hookimpl
 from nr_llm_core.host import LoadError, ToolHost
 from nr_llm_core.results import Artifact, ArtifactType, DataClass, ToolResult, ToolSpec
@@ -52,6 +52,7 @@ __all__ = [
     "SuspendedRunState",
     "ToolCall",
     "ToolContext",
+    "ToolDefinitionError",
     "ToolHost",
     "ToolLoadError",
     "ToolLoop",

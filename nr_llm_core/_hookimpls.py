@@ -221,9 +221,32 @@ def find_hookimpls(plugin: object) -> dict[str, Hookimpl]:
                 f"more than one {impl.hook} implementation ({_shown(first)}, {_shown(attribute)})"
             )
         found[impl.hook] = impl
+    if not found:
+        raise ToolLoadError(_no_hookimpls(plugin))
     for hook in sorted(HOOK_NAMES - found.keys()):
         raise ToolLoadError(f"no {hook} hookimpl")
     return found
+
+
+def _no_hookimpls(plugin: object) -> str:
+    """What to do about an entry point whose object declares no hook at all (told apart by
+    its exact type only: no code of the plugin's runs)."""
+    kind = type(plugin)
+    if kind is types.FunctionType or kind is types.BuiltinFunctionType:
+        return (
+            "the entry point names a function without @tool: decorate it "
+            "(from nr_llm_core import tool), or name a class whose tool_spec and execute "
+            "carry @hookimpl"
+        )
+    if kind is types.ModuleType:
+        return (
+            "the entry point names a module: name the @tool function or the tool class "
+            "in it (package.module:name)"
+        )
+    return (
+        "no tool_spec or execute hookimpl: name a @tool function, or a class whose "
+        "tool_spec and execute carry @hookimpl"
+    )
 
 
 # -- what pluggy registers -----------------------------------------------------------------------

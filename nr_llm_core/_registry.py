@@ -17,7 +17,7 @@ import attrs
 from nr_llm_core._hookimpls import Hookimpl
 from nr_llm_core._inert import is_users_interrupt, known_type_phrase, own_item
 from nr_llm_core._schema import ArgumentCheck, compile_arguments
-from nr_llm_core.errors import ToolLoadError
+from nr_llm_core.errors import ToolDefinitionError, ToolLoadError
 from nr_llm_core.failures import Problem, short
 from nr_llm_core.hooks import ToolContext
 from nr_llm_core.results import DataClass, ToolSpec
@@ -175,6 +175,9 @@ def import_failure(exc: BaseException) -> str:
     """
     kind = type(exc)
     reason = f"could not be imported: {known_type_phrase(kind)}"
+    if kind is ToolDefinitionError:
+        refused = _definition_refused(exc)
+        return reason if refused is None else f"{reason}: {refused}"
     if kind is ModuleNotFoundError or kind is ImportError:
         name = exc.name  # type: ignore[attr-defined]  # a slot of the exact type
         if type(name) is not str or not name:
@@ -195,6 +198,27 @@ def import_failure(exc: BaseException) -> str:
                 f"has no attribute {short(name, MAX_REASON_CHARS)!r}"
             )
     return reason
+
+
+def _definition_refused(exc: BaseException) -> str | None:
+    """What ``@tool`` refused, from the fields a :class:`ToolDefinitionError` keeps apart:
+    one of its known problems and the function's and the parameter's names (identifiers,
+    bounded). ``None`` when any field is not what ``@tool`` writes (a plugin can raise the
+    class itself, with any text): then only the kind is shown."""
+    fields = vars(exc)  # the exact type: its fields live in the instance's own dict
+    function, problem, parameter = (fields.get(k) for k in ("function", "problem", "parameter"))
+    if type(problem) is not str or problem not in ToolDefinitionError.PROBLEMS:
+        return None
+    if type(function) is not str or not all(
+        part.isidentifier() or part in ("<locals>", "<lambda>") for part in function.split(".")
+    ):
+        return None
+    at = f"@tool {short(function, MAX_REASON_CHARS)}"
+    if parameter is not None:
+        if type(parameter) is not str or not parameter.isidentifier():
+            return None
+        at += f", parameter {short(parameter, MAX_REASON_CHARS)!r}"
+    return f"{at}: {problem}"
 
 
 def compile_schema(spec: ToolSpec) -> ArgumentCheck:

@@ -26,6 +26,7 @@ from nr_llm_core.arguments import (
 )
 from nr_llm_core.arguments import strip as strip_annotated
 from nr_llm_core.docstrings import parse_docstring
+from nr_llm_core.errors import ToolDefinitionError
 from nr_llm_core.failures import InvalidArguments, read_exception
 from nr_llm_core.hooks import ToolContext, hookimpl
 from nr_llm_core.results import DataClass, ToolResult, ToolSpec
@@ -185,6 +186,16 @@ def _plain_call(
     return call
 
 
+def _refused(
+    at: str, function: str, problem: str, detail: str = "", *, param: str | None = None
+) -> ToolDefinitionError:
+    """``@tool``'s refusal: ``at`` (the function, or its parameter) and ``problem``, then the
+    details; the parts a load error may show are kept apart (see ToolDefinitionError)."""
+    return ToolDefinitionError(
+        f"{at}: {problem}{detail}", function=function, problem=problem, parameter=param
+    )
+
+
 def _build(
     function: Callable[..., Any],
     *,
@@ -195,21 +206,22 @@ def _build(
     requires_approval: bool,
     enabled_by_default: bool,
 ) -> FunctionTool[Any, Any]:
-    where = f"@tool {getattr(function, '__qualname__', repr(function))}"
+    qual = str(getattr(function, "__qualname__", repr(function)))
+    where = f"@tool {qual}"
     if isinstance(function, FunctionTool):
-        raise TypeError(f"{where}: is already a tool")
+        raise _refused(where, qual, "is already a tool")
     if not callable(function) or inspect.isclass(function):
-        raise TypeError(f"{where}: @tool decorates a function")
+        raise _refused(where, qual, "@tool decorates a function")
     if inspect.iscoroutinefunction(function):
-        raise TypeError(f"{where}: async functions are not supported")
+        raise _refused(where, qual, "async functions are not supported")
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as exc:
-        raise TypeError(f"{where}: cannot resolve the type annotations ({exc})") from None
+        raise _refused(where, qual, "cannot resolve the type annotations", f" ({exc})") from None
     summary, param_docs = parse_docstring(function.__doc__ or "")
     description = summary if description is None else description
     if not description:
-        raise TypeError(f"{where}: needs a docstring (its first paragraph describes the tool)")
+        raise _refused(where, qual, "needs a docstring (its first paragraph describes the tool)")
 
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -218,21 +230,39 @@ def _build(
     for param in inspect.signature(function).parameters.values():
         at = f"{where}, parameter {param.name!r}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"{at}: *args and **kwargs cannot be described as a JSON Schema")
+            raise _refused(
+                at,
+                qual,
+                "*args and **kwargs cannot be described as a JSON Schema",
+                param=param.name,
+            )
         if param.kind is param.POSITIONAL_ONLY:
-            raise TypeError(f"{at}: positional-only parameters are not supported")
+            raise _refused(
+                at, qual, "positional-only parameters are not supported", param=param.name
+            )
         if param.name not in hints:
-            raise TypeError(f"{at}: has no type annotation")
+            raise _refused(at, qual, "has no type annotation", param=param.name)
         tp = hints[param.name]
         if _is_context(tp):
             context_parameter = param.name
             continue
         try:
             schema = describe_type(tp, at)
-        except TypeError:
-            raise
+        except TypeError as exc:  # describe_type's own refusal names the type and the place
+            raise ToolDefinitionError(
+                str(exc),
+                function=qual,
+                problem="its type cannot be described as a JSON Schema",
+                parameter=param.name,
+            ) from None
         except Exception as exc:  # a broken attrs class or annotation
-            raise TypeError(f"{at}: cannot be described ({exc})") from None
+            raise _refused(
+                at,
+                qual,
+                "its type cannot be described as a JSON Schema",
+                f" ({exc})",
+                param=param.name,
+            ) from None
         if "description" not in schema and param.name in param_docs:
             schema["description"] = param_docs[param.name]
         if param.default is param.empty:
@@ -262,14 +292,18 @@ def _build(
             enabled_by_default=enabled_by_default,
         )
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{where}: {exc}") from None
+        raise ToolDefinitionError(
+            f"{where}: {exc}",
+            function=qual,
+            problem="the tool's name, description or parameters are refused",
+        ) from None
     # cattrs generates code named after the class: keep the name an identifier.
     class_name = "Arguments_" + re.sub(r"\W", "_", tool_name)
     arguments_class = attrs.make_class(class_name, fields, kw_only=True)
     try:
         _CONVERTER.get_structure_hook(arguments_class)  # generated now, not at the first call
     except Exception as exc:
-        raise TypeError(f"{where}: cannot build the argument converter ({exc})") from None
+        raise _refused(where, qual, "cannot build the argument converter", f" ({exc})") from None
     return FunctionTool(
         function, spec, arguments_class, tuple(fields), context_parameter=context_parameter
     )

@@ -2,6 +2,7 @@
 
     NrLlmError
      ├── ToolLoadError        a tool plugin could not be loaded or registered
+     ├── ToolDefinitionError  @tool cannot make a tool of a function (also a TypeError)
      ├── ProviderError              a model provider failed (see nr_llm_core.providers)
      │    ├── ProviderAuthError        HTTP 401/403: the key is missing, wrong or not allowed
      │    ├── ProviderRequestError     another HTTP 4xx: the provider refused the request
@@ -30,6 +31,8 @@ A tool's own failures never raise out of ``ToolHost.invoke()``: they become erro
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
     "AlreadyClaimedError",
     "ApprovalError",
@@ -44,6 +47,7 @@ __all__ = [
     "ProviderTimeoutError",
     "ProviderUnavailableError",
     "TimedOut",
+    "ToolDefinitionError",
     "ToolLoadError",
 ]
 
@@ -74,6 +78,43 @@ class ToolLoadError(NrLlmError):
             if part
         )
         super().__init__(f"{where}: {reason}" if where else reason)
+
+
+class ToolDefinitionError(NrLlmError, TypeError):
+    """Raised by :func:`~nr_llm_core.tool` when it cannot make a tool of a function: no
+    docstring, a parameter without a type annotation, a type with no JSON Schema …
+
+    The message names the function, the parameter and what to change. ``function`` is the
+    function's qualified name, ``parameter`` the parameter at fault (``None`` for the function
+    itself), ``problem`` one of :attr:`PROBLEMS`. A load error shows the problem and the names,
+    which a plugin's own exception text never is (see ``nr-llm doctor``): the details in the
+    message (an annotation's ``NameError``, say) stay in the exception.
+    """
+
+    #: What ``@tool`` can refuse, in nr-llm's words.
+    PROBLEMS: Final = frozenset(
+        {
+            "is already a tool",
+            "@tool decorates a function",
+            "async functions are not supported",
+            "cannot resolve the type annotations",
+            "needs a docstring (its first paragraph describes the tool)",
+            "*args and **kwargs cannot be described as a JSON Schema",
+            "positional-only parameters are not supported",
+            "has no type annotation",
+            "its type cannot be described as a JSON Schema",
+            "the tool's name, description or parameters are refused",
+            "cannot build the argument converter",
+        }
+    )
+
+    def __init__(
+        self, message: str, *, function: str, problem: str, parameter: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.function = function
+        self.problem = problem
+        self.parameter = parameter
 
 
 class ConfigurationError(NrLlmError, ValueError):

@@ -237,7 +237,8 @@ def test_every_load_failure_of_the_loading_tests_is_a_load_error_when_isolated(
         "No module named 'nr_llm_no_such_module'",
         "x_raises": "in its worker: could not be imported: RuntimeError",
         "x_exits": "in its worker: could not be imported: SystemExit",
-        "x_wrong": "in its worker: no execute hookimpl",
+        "x_wrong": "in its worker: no tool_spec or execute hookimpl: name a @tool function, or a "
+        "class whose tool_spec and execute carry @hookimpl",
         "x_mismatch": "in its worker: entry point name 'x_mismatch' differs from "
         "tool_spec().name 'real_name'",
         "x_wrapper": "in its worker: hookimpl 'execute' declares wrapper, which tools may not use",

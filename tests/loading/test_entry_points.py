@@ -139,7 +139,7 @@ def test_broken_distributions_are_recorded_and_never_stop_the_rest(site: Path) -
         ("t-raises", "raises_at_import"): "could not be imported: RuntimeError",
         ("t-exits", "exits_at_import"): "could not be imported: SystemExit",
         ("t-missing-attr", "missing_attr"): "could not be imported: AttributeError",
-        ("t-wrong-object", "wrong_object"): "no execute hookimpl",
+        ("t-wrong-object", "wrong_object"): "no tool_spec or execute hookimpl",
         ("t-mismatch", "alias"): "differs from tool_spec().name 'real_name'",
         ("t-dup-a", "dup"): "claimed by more than one distribution (t-dup-a, t-dup-b)",
         ("t-dup-b", "dup"): "claimed by more than one distribution (t-dup-a, t-dup-b)",

@@ -199,7 +199,12 @@ def test_each_entry_point_is_loaded_or_refused_with_its_reason(
             "wrapper_tool",
             "hookimpl 'execute' declares wrapper, which tools may not use",
         ),
-        LoadError("t-wrong-object", "wrong_object", "no execute hookimpl"),
+        LoadError(
+            "t-wrong-object",
+            "wrong_object",
+            "no tool_spec or execute hookimpl: name a @tool function, or a class whose "
+            "tool_spec and execute carry @hookimpl",
+        ),
     ]
     # Each refusal is logged once, with the entry point, the distribution and the reason.
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
