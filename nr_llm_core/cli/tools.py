@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from nr_llm_core._registry import dist_name
 from nr_llm_core.cli._output import (
     echo_visible,
     near_names,
@@ -29,7 +30,7 @@ from nr_llm_core.cli._session import (
     tool_timeout_option,
 )
 from nr_llm_core.encoding import encode_json_ascii
-from nr_llm_core.host import ToolHost
+from nr_llm_core.host import ENTRY_POINT_GROUP, ToolHost
 from nr_llm_core.offers import DATA_CLASS_NOTE, zones_for
 from nr_llm_core.results import ArtifactType, ToolResult, ToolSpec
 
@@ -271,6 +272,25 @@ def _is_table(data: dict[str, Any]) -> bool:
     )
 
 
+def _near_groups() -> list[tuple[str | None, str, str]]:
+    """``(distribution, group, name)`` of every entry point in a group whose name is nearly
+    ``nr_llm.tool`` (the same letters and digits once case and punctuation are dropped, with or
+    without a final ``s``): a tool declared where nr-llm never looks."""
+    import importlib_metadata
+
+    wanted = _squeezed(ENTRY_POINT_GROUP)
+    found: list[tuple[str | None, str, str]] = []
+    for ep in importlib_metadata.entry_points():
+        group = ep.group
+        if group != ENTRY_POINT_GROUP and _squeezed(group) in (wanted, wanted + "s"):
+            found.append((dist_name(ep), group, ep.name))
+    return sorted(found, key=lambda item: (item[1], item[2], item[0] or ""))
+
+
+def _squeezed(group: str) -> str:
+    return "".join(c for c in group.lower() if c.isalnum())
+
+
 @click.command()
 @isolate_option
 @config_option
@@ -281,6 +301,17 @@ def doctor(isolate: tuple[str, ...], config_path: Path | None) -> None:
         host = stack.enter_context(open_host(config))
     isolated = sum(1 for name in host.names() if host.is_isolated(name))
     click.echo(f"{len(host.names())} tool(s) loaded ({isolated} in worker processes).")
+    misnamed = _near_groups()
+    for dist, group, name in misnamed:
+        # Not a load error: nothing was tried. But a tool the author expects to see is
+        # missing, and the group's name is why (nr_llm.tools, nr-llm.tool ...).
+        echo_visible(
+            f"  ! {or_nothing(name)} (distribution {or_nothing(dist)}) is declared in the "
+            f"entry-point group {group!r}, which nr-llm does not read: tools are found in "
+            f"{ENTRY_POINT_GROUP!r}"
+        )
+    if misnamed and not host.load_errors:
+        sys.exit(1)
     if not host.load_errors:
         click.echo("No load errors.")
         return
