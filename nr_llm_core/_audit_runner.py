@@ -6,11 +6,16 @@ the runner when a run begins or is claimed (:func:`this_runner`: host name, pid 
 process's start time), so that an operator can end such a run, and only such a run
 (:func:`runner_state`, ADR 0042).
 
-A pid alone proves nothing: the system reuses pids. The start time tells a reused pid from
-the runner. On Linux it is field 22 of ``/proc/<pid>/stat`` (clock ticks since boot) together
-with the boot id, so that neither a reused pid nor a reboot is mistaken for the runner.
-Elsewhere it is :data:`UNKNOWN_START`: a dead pid still proves the runner gone, a live one
-proves nothing.
+A pid alone proves nothing: the system reuses pids, and a pid names a process only in its
+own pid namespace (a container's pid 1 is not the host's). On Linux the start is recorded as
+``<boot id>:<pid namespace>:<start ticks>`` (the ticks are field 22 of ``/proc/<pid>/stat``):
+a reused pid has other ticks, a reboot another boot id, and a runner in another pid namespace
+(a container with the host's name, ``unshare -p``) cannot be looked up from here at all, so
+nothing is said of it. Whatever cannot be read proves nothing either: a ``/proc`` that hides
+other users' processes (``hidepid``) is asked with signal 0, and a process whose first thread
+has ended while others run (its ``stat`` says zombie) is alive while any thread is. Without
+``/proc`` the start is :data:`UNKNOWN_START`: a dead pid still proves the runner gone, a live
+one proves nothing.
 """
 
 from __future__ import annotations
@@ -54,35 +59,59 @@ class Runner:
 class RunnerState(enum.StrEnum):
     """What can be said of a run's recorded runner from this process.
 
-    ``gone``: same host, and the pid is dead or now another process (its start time differs):
-    provably nobody drives the run. ``alive``: the runner still runs. ``other_host``: it ran
-    on another host, where this process cannot look. ``unknown``: no runner is recorded, or
-    the pid is in use and its start time cannot be read here."""
+    ``gone``: same host, and the pid is dead or now another process (its start time differs),
+    or the host has booted since: provably nobody drives the run. ``alive``: the runner still
+    runs. ``other_host``: it ran on another host, and ``other_namespace`` in another pid
+    namespace of this one, where this process cannot look. ``unknown``: no runner is recorded,
+    or what would prove it gone cannot be read here."""
 
     GONE = "gone"
     ALIVE = "alive"
     OTHER_HOST = "other_host"
+    OTHER_NAMESPACE = "other_namespace"
     UNKNOWN = "unknown"
 
 
-def _boot_id() -> str:
+def _has_proc() -> bool:
+    return (_PROC / "self" / "stat").exists()
+
+
+def _identity() -> tuple[str, str] | None:
+    """This process's boot id and pid namespace (the inode number of ``/proc/self/ns/pid``);
+    ``None`` when either cannot be read."""
     try:
-        return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+        boot = (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink(_PROC / "self/ns/pid")  # "pid:[4026531836]"
     except OSError:
-        return ""
+        return None
+    inode = namespace.rpartition("[")[2].rstrip("]")
+    if not boot or ":" in boot or not inode.isdigit():
+        return None
+    return boot, inode
 
 
 def process_start(pid: int) -> str | None:
-    """When process ``pid`` started, as :class:`Runner` records it; ``None`` when no such
-    process lives (a zombie is dead: it runs nothing); :data:`UNKNOWN_START` when this system
-    does not say."""
+    """When process ``pid`` (of this pid namespace) started, as :class:`Runner` records it;
+    ``None`` when no such process lives; :data:`UNKNOWN_START` when this system does not say."""
     if type(pid) is not int or pid <= 0:  # 0 and negatives name process groups, not a process
         return None
+    if not _has_proc():
+        return _start_elsewhere(pid)
+    ticks = _ticks(pid)
+    if ticks is None:
+        return None
+    identity = _identity()
+    if ticks == UNKNOWN_START or identity is None:
+        return UNKNOWN_START
+    return f"{identity[0]}:{identity[1]}:{ticks}"
+
+
+def _ticks(pid: int) -> str | None:
+    """Field 22 of ``/proc/<pid>/stat``; ``None`` when no such process lives."""
     try:
         raw = (_PROC / str(pid) / "stat").read_bytes()
     except FileNotFoundError:
-        if (_PROC / "self" / "stat").exists():  # Linux: no such process
-            return None
+        # No such process, or one that a hidepid /proc hides (another user's): signal 0 tells.
         return _start_elsewhere(pid)
     except OSError:
         return UNKNOWN_START
@@ -91,13 +120,24 @@ def process_start(pid: int) -> str | None:
     fields = raw[raw.rfind(b")") + 1 :].split()
     if len(fields) < 20:
         return UNKNOWN_START
-    if fields[0] in (b"Z", b"X", b"x"):
-        return None
-    return f"{_boot_id()}:{fields[19].decode('ascii', 'replace')}"
+    if fields[0] in (b"Z", b"X", b"x") and not _other_threads(pid):
+        return None  # a zombie runs nothing
+    return fields[19].decode("ascii", "replace")
+
+
+def _other_threads(pid: int) -> bool:
+    """Whether ``pid`` has a thread besides its first: a process whose first thread has ended
+    (``pthread_exit``) shows as a zombie while the others still run. Unreadable: assumed."""
+    try:
+        return len(os.listdir(_PROC / str(pid) / "task")) > 1
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def _start_elsewhere(pid: int) -> str | None:
-    """Without ``/proc``: whether ``pid`` lives (signal 0 sends nothing), its start unknown."""
+    """Whether ``pid`` lives (signal 0 sends nothing), its start unknown."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -135,6 +175,12 @@ def refusal(run_id: str, runner: Runner | None, state: RunnerState) -> str:
             f"run {shown} is run by {runner}, another host, where this process cannot tell "
             "whether it still runs; nothing was changed. Run the command on that host"
         )
+    if state is RunnerState.OTHER_NAMESPACE:
+        return (
+            f"run {shown} is run by {runner} in another pid namespace of this host (a "
+            "container, say), where this process cannot tell whether it still runs; nothing "
+            "was changed. Run the command in that namespace"
+        )
     if state is RunnerState.ALIVE:
         return (
             f"run {shown} is still running: its runner, {runner}, is alive; nothing was "
@@ -154,9 +200,21 @@ def runner_state(runner: Runner | None) -> RunnerState:
         return RunnerState.UNKNOWN
     if runner.host != socket.gethostname()[:_MAX_HOST]:
         return RunnerState.OTHER_HOST
-    now = process_start(runner.pid)
+    if not _has_proc():
+        now = _start_elsewhere(runner.pid)
+        return RunnerState.GONE if now is None else RunnerState.UNKNOWN
+    recorded = runner.started.split(":")
+    here = _identity()
+    if len(recorded) != 3 or "" in recorded or here is None:
+        return RunnerState.UNKNOWN  # recorded or read here without what would prove it gone
+    boot, namespace, ticks = recorded
+    if boot != here[0]:
+        return RunnerState.GONE  # the host has booted since: every process of then has ended
+    if namespace != here[1]:
+        return RunnerState.OTHER_NAMESPACE
+    now = _ticks(runner.pid)
     if now is None:
         return RunnerState.GONE
-    if UNKNOWN_START in (now, runner.started):
+    if now == UNKNOWN_START:
         return RunnerState.UNKNOWN
-    return RunnerState.ALIVE if now == runner.started else RunnerState.GONE
+    return RunnerState.ALIVE if now == ticks else RunnerState.GONE

@@ -9,8 +9,9 @@ of the history (:func:`~nr_llm_core.exposure.zone_view`): tool output above the 
 and what a model wrote after it, is replaced by host sentences; the history itself stays whole.
 Provider faults end the run as ``failed`` with a host-worded reason; they never raise to the
 caller. A persister's failures are logged and the run's result stands, but for one: a
-:class:`~nr_llm_core.audit.TakenAwayError` (a worker's take whose run the queue handed to
-another worker) passes through, so that the worker stops there and writes nothing more.
+:class:`~nr_llm_core.audit.TakenAwayError` from a holding recorder (a worker's take whose run
+the queue handed to another worker) passes through, so that the worker stops there and writes
+nothing more.
 """
 
 from __future__ import annotations
@@ -489,9 +490,8 @@ class ToolLoop:
                 # waiting run (one landing before it leaves the run running, as before).
                 run.open_here = False
                 self.persister.suspend(run.run_id, state.to_dict())
-            except TakenAwayError:
-                raise  # the run is another worker's now: the loop stops here (ADR 0041)
             except Exception as exc:
+                self._raise_if_taken_away(exc)
                 run.open_here = True
                 log_exception(logger, "the persister could not store run %s", run.run_id, exc=exc)
         return self._result(run, TerminationReason.AWAITING_APPROVAL, text, suspended=state)
@@ -538,9 +538,8 @@ class ToolLoop:
                     truncated=truncated,
                     usage=run.usage.to_dict(),
                 )
-            except TakenAwayError:
-                raise  # as in _suspend: the run is another worker's now
             except Exception as exc:
+                self._raise_if_taken_away(exc)
                 run.open_here = True
                 log_exception(logger, "the persister could not settle run %s", run.run_id, exc=exc)
         return self._result(run, reason, content, truncated=truncated, error=error)
@@ -694,6 +693,14 @@ class ToolLoop:
                 "ran and the run still waits: discard it"
             )
         return dict(data)
+
+    def _raise_if_taken_away(self, exc: Exception) -> None:
+        """Let ``exc`` through when it says the run is another worker's now (ADR 0041): only a
+        holding recorder's (a worker's take) can; any other persister's is a failure like the
+        rest, logged while the run's result stands (an application's persister passing on an
+        inner store's error must not make ``run()`` raise after its tools ran)."""
+        if isinstance(exc, TakenAwayError) and isinstance(self.persister, HoldingRecorder):
+            raise exc
 
     def _check_held(self, run: _Run) -> None:
         """Stop here, by the persister's exception, when the run was taken from it (a
