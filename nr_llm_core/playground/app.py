@@ -7,6 +7,7 @@ whole app sits behind :class:`~nr_llm_core.playground._guard.TokenGuard`.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib.resources
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any, Final, final
@@ -40,6 +41,8 @@ __all__ = ["NDJSON", "PlaygroundApp", "create_app"]
 #: The streamed runs' media type.
 NDJSON: Final = "application/x-ndjson"
 _MAX_PROMPT: Final = 100_000
+#: How much of an unknown tool name a refusal shows (a tool name is at most 64 characters).
+_MAX_NAME: Final = 64
 _STATIC: Final = {
     "render.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
@@ -117,7 +120,9 @@ def _run_id(request: Request) -> str:
         raise _BadRequest(str(exc)) from None
 
 
-def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequest:
+def _run_request(
+    body: Mapping[str, Any], providers: Collection[str], loaded: Collection[str]
+) -> RunRequest:
     prompt = body.get("prompt")
     if type(prompt) is not str or not prompt.strip() or len(prompt) > _MAX_PROMPT:
         raise _BadRequest(f"prompt must be a non-empty string of at most {_MAX_PROMPT} characters")
@@ -127,6 +132,11 @@ def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequ
     tools = body.get("tools")
     if tools is not None and (type(tools) is not list or any(type(t) is not str for t in tools)):
         raise _BadRequest("tools must be a list of tool names")
+    unknown = [t for t in tools or () if t not in loaded]
+    if unknown:
+        # Refused before any request, as `nr-llm run --tools` is: a run sent without the tool
+        # the user named answers something, and reads as if the tool had been offered.
+        raise _BadRequest(f"tools names a tool that is not loaded: {_named(unknown, loaded)}")
     rounds = body.get("max_rounds", 5)
     if type(rounds) is not int or not 1 <= rounds <= MAX_ITERATIONS_CAP:
         raise _BadRequest(f"max_rounds must be an integer from 1 to {MAX_ITERATIONS_CAP}")
@@ -138,6 +148,17 @@ def _run_request(body: Mapping[str, Any], providers: Collection[str]) -> RunRequ
         max_rounds=rounds,
         privacy=None if privacy is None else resolve_level(privacy),
     )
+
+
+def _named(unknown: list[str], loaded: Collection[str]) -> str:
+    """The first unknown names (each cut short, as JSON text shows them) and a close loaded
+    one for each, when there is one."""
+    shown = []
+    for name in unknown[:5]:
+        near = difflib.get_close_matches(name[:_MAX_NAME], list(loaded), n=1)
+        shown.append(repr(name[:_MAX_NAME]) + (f" (did you mean {near[0]!r}?)" if near else ""))
+    more = len(unknown) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _index_page(token: str) -> bytes:
@@ -248,7 +269,7 @@ def create_app(
 
     async def start_run(request: Request) -> Response:
         try:
-            run = _run_request(await _body(request), providers)
+            run = _run_request(await _body(request), providers, host.names())
         except _BadRequest as exc:
             return _error(400, str(exc))
         try:

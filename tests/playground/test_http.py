@@ -265,6 +265,26 @@ def test_bad_run_requests(client: httpx.Client) -> None:
         assert client.post("/api/runs", json=body).status_code == 400, body
 
 
+def test_a_run_naming_a_tool_that_is_not_loaded_is_refused_before_any_request(
+    client: httpx.Client,
+) -> None:
+    """A newcomer's typo in ``tools`` (``payloud``) started a run with no tools at all (the
+    name matched nothing), which answered and "completed" as if the tool had been offered;
+    ``nr-llm run --tools`` refuses the same typo. Now a 400 names it and a close loaded name,
+    and no run is recorded."""
+    before = client.get("/api/runs").json()["runs"]
+    answer = client.post(
+        "/api/runs",
+        json={"prompt": "x", "provider": "echoes", "tools": ["payload", "payloud", "\x00" * 99]},
+    )
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error.startswith("tools names a tool that is not loaded: 'payloud' (did you mean ")
+    assert "'payload'" in error.partition("did you mean")[2]
+    assert len(error) < 400  # a long unknown name is cut short
+    assert client.get("/api/runs").json()["runs"] == before
+
+
 def test_unknown_privacy_level_is_metadata(client: httpx.Client) -> None:
     events = _events(
         client.post(
