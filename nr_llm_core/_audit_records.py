@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from nr_llm_core.encoding import decode_json
 from nr_llm_core.errors import AlreadyClaimedError, ApprovalError, NrLlmError
@@ -18,6 +18,7 @@ __all__ = [
     "ABANDONED",
     "DISCARDED",
     "MAX_CANDIDATES",
+    "MAX_RUN_ID_BYTES",
     "MIN_RUN_ID_PREFIX",
     "AmbiguousRunIdError",
     "AuditStoreError",
@@ -81,11 +82,17 @@ def encodable(run_id: str) -> bool:
     return "\x00" not in run_id
 
 
+#: The longest run id a run is begun with, in UTF-8 bytes: every run a store lists can be
+#: addressed in a URL (the playground's ``/api/run/{ref}``, ADR 0044) and shown in a line.
+MAX_RUN_ID_BYTES: Final = 1024
+
+
 def new_run_id(run_id: str | None) -> str:
     """The id a new run gets: ``run_id``, or a fresh UUID when it is ``None`` or empty.
 
-    :class:`AuditStoreError` for an id no store can hold (see :func:`encodable`), before
-    anything is written: the same refusal on both stores, never a driver's error."""
+    :class:`AuditStoreError` for an id no store can hold (see :func:`encodable`) or one over
+    :data:`MAX_RUN_ID_BYTES`, before anything is written: the same refusal on both stores,
+    never a driver's error."""
     if not run_id:
         return uuid.uuid4().hex
     if not isinstance(run_id, str):
@@ -94,6 +101,11 @@ def new_run_id(run_id: str | None) -> str:
         raise AuditStoreError(
             f"cannot begin run {run_id[:80]!r}: a run id is text without NUL characters "
             "or lone surrogates"
+        )
+    if len(run_id) > MAX_RUN_ID_BYTES or len(run_id.encode("utf-8")) > MAX_RUN_ID_BYTES:
+        raise AuditStoreError(
+            f"cannot begin run {run_id[:80]!r}…: a run id is at most {MAX_RUN_ID_BYTES} bytes "
+            "of UTF-8"
         )
     return run_id
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from nr_llm_core import ScriptedProvider
+from nr_llm_core._audit_records import MAX_RUN_ID_BYTES
 from nr_llm_core.audit import AgentRunPersister
 from nr_llm_core.cli._output import visible
 from nr_llm_core.playground import PlaygroundServer
@@ -37,6 +38,11 @@ def ref(run_id: str) -> str:
     return base64.urlsafe_b64encode(run_id.encode("utf-8")).decode("ascii").rstrip("=")
 
 
+#: The longest id a run may have (MAX_RUN_ID_BYTES of UTF-8): listed, so it opens too. Ids
+#: were unbounded, and one over 3,072 bytes made a ref the server refused (an adversarial pass).
+LONGEST = "é" * (MAX_RUN_ID_BYTES // 2)
+
+
 def _finished(store: AgentRunPersister, run_id: str) -> None:
     store.begin(run_id, privacy="full")
     store.record_step(run_id, RunStep.error(round=0, reason="a finished odd run"))
@@ -49,6 +55,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with AgentRunPersister(path) as store:
         _finished(store, ODD_RUN)
         _finished(store, DECODED_TWIN)
+        _finished(store, LONGEST)
     return path
 
 
@@ -72,7 +79,7 @@ def test_every_listed_run_opens_by_its_ref(client: httpx.Client, waiting: str) -
     """Tries each id the store lists: its ref opens exactly that run (never the run whose id
     is its "%41" decoded), a waiting one with its approval view."""
     listed = [r["id"] for r in client.get("/api/runs").json()["runs"]]
-    assert {ODD_RUN, waiting, DECODED_TWIN} <= set(listed)
+    assert {ODD_RUN, waiting, DECODED_TWIN, LONGEST} <= set(listed)
     for run_id in listed:
         detail = client.get(f"/api/run/{ref(run_id)}")
         assert detail.status_code == 200, (run_id, detail.text)
