@@ -395,6 +395,14 @@ def _check_file(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _elsewhere(name: str, section: str) -> str:
+    """`` (it belongs in [providers.openai] or [providers.anthropic])`` for a key that the
+    file may hold in other sections (``base_url`` written straight under ``[providers]``),
+    else nothing."""
+    found = [f"[{other}]" for other, keys in SECTIONS.items() if other != section and name in keys]
+    return f" (it belongs in {' or '.join(found)})" if found else ""
+
+
 def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[str, Any]) -> None:
     known = SECTIONS[section]
     # Tables inside this one ([providers.openai] inside [providers]) are sections of their own.
@@ -415,6 +423,6 @@ def _check_section(file: Path, section: str, table: dict[str, Any], out: dict[st
             hint = suggest(name, tables) or f" (the tables here are {', '.join(tables) or 'none'})"
             raise ConfigurationError(f"{file}: unknown table [{section}.{name}]{hint}")
         if key is None:
-            hint = suggest(name, [*known, *inner])
+            hint = suggest(name, [*known, *inner]) or _elsewhere(name, section)
             raise ConfigurationError(f"{file}: unknown key {name!r} in [{section}]{hint}")
         out[key.dotted] = from_file(key, value, f"{file}: [{section}] {name}")

@@ -37,6 +37,8 @@ class HttpProviderBase:
     key_required_hosts: frozenset[str] = frozenset()
     #: What the base URL must be, in the hint of a 404 (each adapter says its own).
     base_url_root: str = "the API's root"
+    #: The path the adapter adds to the base URL for a request (``/chat/completions``).
+    endpoint_path: str = ""
     base_url: str
     model: str
     max_tokens: int
@@ -58,6 +60,13 @@ class HttpProviderBase:
         ca_bundle: str | os.PathLike[str] | None,
     ) -> None:
         self.base_url = check_base_url(base_url)
+        if self.endpoint_path and self.base_url.lower().endswith(self.endpoint_path):
+            # The whole endpoint pasted from a curl line: the request would go to the path
+            # twice and come back 404. Refused here, before any request (the URL not quoted).
+            raise ConfigurationError(
+                f"the base URL ends in {self.endpoint_path}, the path the provider adds "
+                f"itself: give {self.base_url_root}, without {self.endpoint_path}"
+            )
         # The one place an adapter's key is read: the argument, else its variable, else the
         # key stored with `nr-llm keys set` (imported here: only a key lookup needs it).
         from nr_llm_core.keys import KEY_VARIABLES, find_key

@@ -180,6 +180,7 @@ class AnthropicProvider(HttpProviderBase):
     #: Anthropic's own API refuses every request without a key.
     key_required_hosts = frozenset({ANTHROPIC_HOST})
     base_url_root = "the API's root (without /v1)"
+    endpoint_path = "/v1/messages"
 
     def __init__(
         self,
@@ -234,7 +235,7 @@ class AnthropicProvider(HttpProviderBase):
         if self._api_key:
             headers["x-api-key"] = self._api_key
         data = self._poster.post_body(
-            f"{self.base_url}/v1/messages", headers, self.request_bytes(messages, tools)
+            f"{self.base_url}{self.endpoint_path}", headers, self.request_bytes(messages, tools)
         )
         return parse_anthropic_response(data)
 

@@ -134,6 +134,7 @@ class OpenAIChatProvider(HttpProviderBase):
     #: OpenAI's own API refuses every request without a key.
     key_required_hosts = frozenset({OPENAI_HOST})
     base_url_root = "the API's root (often ending in /v1)"
+    endpoint_path = "/chat/completions"
 
     def __init__(
         self,
@@ -200,7 +201,7 @@ class OpenAIChatProvider(HttpProviderBase):
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         data = self._poster.post_body(
-            f"{self.base_url}/chat/completions", headers, self.request_bytes(messages, tools)
+            f"{self.base_url}{self.endpoint_path}", headers, self.request_bytes(messages, tools)
         )
         return parse_openai_response(data)
 

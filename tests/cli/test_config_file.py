@@ -147,6 +147,12 @@ def test_the_isolation_limits_come_from_the_file() -> None:
             r"unknown key 'distribution' in \[isolation\] \(did you mean 'distributions'\?\)",
         ),
         ("[isolation]\nnames = ['x']\n", r"unknown key 'names' in \[isolation\]"),
+        # A provider's key written straight under [providers] (a newcomer pass): where it goes.
+        (
+            '[providers]\nbase_url = "http://127.0.0.1:8080/v1"\n',
+            r"unknown key 'base_url' in \[providers\] \(it belongs in \[providers\.openai\] or "
+            r"\[providers\.anthropic\]\)",
+        ),
         ('[tools]\ntimeout = "30"\n', r"\[tools\] timeout must be a number of seconds >= 0"),
         ("[tools]\ntimeout = true\n", r"\[tools\] timeout must be a number of seconds >= 0"),
         ("[tools]\ntimeout = -1\n", r"\[tools\] timeout must be a number of seconds >= 0"),

@@ -348,6 +348,37 @@ def test_a_base_url_that_cannot_work_is_refused_when_built(
 
 
 @pytest.mark.parametrize(
+    ("name", "base_url", "fix"),
+    [
+        (
+            "openai",
+            "http://llm.example:8080/v1/chat/completions",
+            "the base URL ends in /chat/completions, the path the provider adds itself: give "
+            "the API's root (often ending in /v1), without /chat/completions",
+        ),
+        ("openai", "http://llm.example/v1/Chat/Completions/", "ends in /chat/completions"),
+        (
+            "anthropic",
+            "https://llm.example/v1/messages",
+            "the base URL ends in /v1/messages, the path the provider adds itself: give the "
+            "API's root (without /v1), without /v1/messages",
+        ),
+    ],
+)
+def test_a_base_url_with_the_endpoint_pasted_in_is_refused_when_built(
+    name: str, base_url: str, fix: str, no_sockets: list[object]
+) -> None:
+    """A newcomer pasted the whole endpoint from a curl line: every request went to
+    ``…/chat/completions/chat/completions`` and came back 404 with a hint that did not say
+    why. Refused when the provider is built, saying what to drop, quoting no part of the URL."""
+    with pytest.raises(ConfigurationError) as info:
+        build(name, base_url, KEY)
+    assert fix in str(info.value)
+    assert "llm.example" not in str(info.value)
+    assert no_sockets == []
+
+
+@pytest.mark.parametrize(
     "base_url",
     [
         "http://localhost:11434/v1",
