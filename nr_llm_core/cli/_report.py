@@ -7,7 +7,7 @@ import re
 import click
 
 from nr_llm_core.cli._output import visible
-from nr_llm_core.cli._pending import render_pending
+from nr_llm_core.cli._pending import Invocation, render_pending
 from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.loop import UNANSWERED_NOTE, TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
@@ -48,13 +48,21 @@ def _step_line(step: RunStep) -> str | None:
     return None  # request steps repeat the conversation; not shown
 
 
-def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | None = None) -> None:
+def report(
+    result: ToolLoopResult,
+    *,
+    privacy_level: object,
+    max_tokens: int | None = None,
+    how: Invocation | None = None,
+) -> None:
     """Print a run's answer, its compact trace, and what it waits for.
 
     A suspended run's pending calls are shown whole (see
     :func:`~nr_llm_core.cli._pending.render_pending`); ``privacy_level`` is the level the run
     is recorded at, which decides whether their arguments are shown. ``max_tokens`` is the
-    answer's limit the run had (``--max-tokens``), named when an answer was cut there."""
+    answer's limit the run had (``--max-tokens``), named when an answer was cut there; ``how``
+    what this command knows of how a decision must be invoked (see
+    :func:`~nr_llm_core.cli._pending.decide_command`)."""
     if result.content:
         click.echo(visible(result.content))
     click.echo("")
@@ -82,7 +90,7 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
         click.echo(f"error: {visible(result.error)}", err=True)
     state = result.suspended
     if state is not None:
-        click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))
+        click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id, how=how))
 
 
 # How the HTTP adapters word a provider that could not be reached or refused the request

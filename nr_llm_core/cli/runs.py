@@ -18,6 +18,7 @@ import click
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, status, visible
 from nr_llm_core.cli._pending import (
+    Invocation,
     level_stored_with,
     pending_json,
     pending_text,
@@ -151,7 +152,8 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         lines.append(visible(step["payload"], keep_newlines=False))
     if data is not None:
         lines.append("")
-        lines.append(pending_text(data, level, run_id=run_id))
+        how = Invocation(config=config, db=db, config_path=config_path)
+        lines.append(pending_text(data, level, run_id=run_id, how=how))
     if lost is not None:
         lines.append("")
         lines.append(f"warning: {visible(lost, keep_newlines=False)}")
@@ -231,11 +233,11 @@ def _decide(
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
 
+    config_path = options.pop("config_path")
     config = read_config(
-        options.pop("config_path"),
-        isolate=options.pop("isolate"),
-        tool_timeout=options.pop("tool_timeout"),
+        config_path, isolate=options.pop("isolate"), tool_timeout=options.pop("tool_timeout")
     )
+    how = Invocation(config=config, script=options.get("script"), db=db, config_path=config_path)
     # Built first: a missing key stops the command before anyone is asked to decide.
     script_given = options.get("script") is not None
     provider = make_provider(options.pop("provider"), config=config, **options)
@@ -299,7 +301,8 @@ def _decide(
                 progress.end(outcome(result))
         except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result, privacy_level=level, max_tokens=getattr(provider, "max_tokens", None))
+    limit = getattr(provider, "max_tokens", None)
+    report(result, privacy_level=level, max_tokens=limit, how=how)
     if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
         raise SystemExit(1)
 
