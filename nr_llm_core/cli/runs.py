@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from nr_llm_core.approval import STALE_DIGEST, digest_problem
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, status, visible
 from nr_llm_core.cli._pending import (
@@ -263,6 +264,7 @@ def _decide(
             check_script(
                 data, provider, allowed=allow_provider_change, run_id=run_id, given=script_given
             )
+        _check_digest(data, digest, run_id)
         level = recorded_level(store, run_id, None)
         state, decision = show_before_deciding(
             data,
@@ -305,6 +307,24 @@ def _decide(
     report(result, privacy_level=level, max_tokens=limit, how=how)
     if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
         raise SystemExit(1)
+
+
+def _check_digest(data: Any, digest: str | None, run_id: str) -> None:
+    """Refuse a ``--digest`` that names another turn than the one the run waits on, before
+    its calls are shown and anyone is asked (the loop refuses it anyway):
+    :data:`STALE_DIGEST`, what became of the run, and where its digest is shown."""
+    stored = data.get("digest") if isinstance(data, dict) else None
+    if digest is None or type(stored) is not str:
+        return  # no digest given, or a state the decision refuses in its own words
+    # A missing or cut digest is the loop's to refuse, in its words (nothing ran, the run
+    # waits); one that names another turn gets these, which say where the right one is.
+    problem = digest_problem(digest, stored)
+    if problem == STALE_DIGEST:
+        run = visible(run_id, keep_newlines=False)
+        raise click.ClickException(
+            f"{problem}. Nothing was decided and the run still waits: `nr-llm runs show {run}` "
+            "shows the digest it waits on."
+        )
 
 
 def _per_call_options(func: Callable[..., None]) -> Callable[..., None]:
