@@ -41,7 +41,7 @@ from nr_llm_core.cli._runners import (
     shown_status,
     stale_note,
 )
-from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs
+from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs, shown_reason
 from nr_llm_core.cli._script_check import check_script
 from nr_llm_core.cli._session import (
     close_provider,
@@ -139,7 +139,11 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         return
     lines = []
     for key in RUN_FIELDS:
-        value = shown_status(record, seen) if key == "status" else run[key]
+        value = run[key]
+        if key == "status":
+            value = shown_status(record, seen)
+        elif key == "termination_reason":
+            value = shown_reason(record)
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")

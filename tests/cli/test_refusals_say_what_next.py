@@ -87,3 +87,26 @@ def test_abandon_of_a_waiting_run_points_to_discard(shop: Path, script: Path) ->
     assert "is suspended, not running" in text
     assert f"`nr-llm runs discard {run_id}`" in text
     assert shown(run_id)["run"]["status"] == "suspended"
+
+
+def test_status_waiting_is_refused_naming_suspended(tmp_path: Path) -> None:
+    """``runs list --status waiting`` (the docs' word for a run that waits) is refused with
+    the valid statuses and says that a run waiting for approval is ``suspended``."""
+    out = invoke("runs", "list", "--status", "waiting", "--db", str(tmp_path / "a.db"))
+    assert out.exit_code == 2, out.output
+    text = said(out)
+    assert "unknown status 'waiting'" in text
+    assert "(a run waiting for approval is `suspended`)" in text
+
+
+def test_a_waiting_run_shows_the_reason_run_printed(shop: Path, script: Path) -> None:
+    """``run`` prints a waiting run's reason as ``awaiting_approval``; ``runs list`` and
+    ``runs show`` showed ``-`` for it. Both show ``awaiting_approval`` now; the JSON keeps the
+    stored value."""
+    run_id, _ = suspend(script)
+    listed = invoke("runs", "list")
+    row = next(line for line in listed.output.splitlines() if line.startswith(run_id[:8]))
+    assert row.split()[1] == "suspended" and row.split()[-1] == "awaiting_approval", row
+    text = invoke("runs", "show", run_id).output
+    assert "termination_reason: awaiting_approval" in text
+    assert shown(run_id)["run"]["termination_reason"] is None
