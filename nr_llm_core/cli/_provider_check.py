@@ -85,15 +85,21 @@ def _suggestion(kind: str, model: str | None) -> str:
 
 def provider_flags(record: ProviderRecord) -> str | None:
     """The ``--provider`` (and ``--model``) options that build the provider ``record`` names,
-    as a shell takes them (the model made visible, then quoted when it needs it); ``None``
-    for a provider the command line cannot build (an embedding application's own)."""
+    as a shell takes them (the model quoted when it needs it; one that cannot be shown as it
+    is, a placeholder); ``None`` for a provider the command line cannot build (an embedding
+    application's own)."""
     name = _CLI_NAMES.get(record.kind)
     if name is None:
         return None
     flags = f"--provider {name}"
     if name != "scripted" and record.model is not None:
-        model = visible(record.model, keep_newlines=False)
-        flags += f" --model {model if _PLAIN_MODEL.fullmatch(model) else shlex.quote(model)}"
+        model = record.model
+        if visible(model, keep_newlines=False) != model:
+            # Its visible form is another model: a placeholder, never a value that misleads.
+            model = "<the model it was suspended with>"
+        elif not _PLAIN_MODEL.fullmatch(model):
+            model = shlex.quote(model)
+        flags += f" --model {model}"
     return flags
 
 

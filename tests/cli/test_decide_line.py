@@ -104,3 +104,21 @@ def test_a_scripted_run_prints_its_script(
     assert decided.exit_code == 0, decided.output
     assert "Renamed." in decided.output
     assert product_name(shop) == "Quiet keyboard"
+
+
+def test_a_model_that_cannot_be_shown_is_not_suggested(shop: Path, tmp_path: Path) -> None:
+    """A recorded model with an escape and a bidirectional override is never written into the
+    line as a value (its visible form is another model): a placeholder stands for it, and
+    nothing of it reaches the terminal raw."""
+    model = "gpt\x1b[2J\u202eevil"
+    with WireServer(
+        [tool_call_reply(("call_1", "update_record", json.dumps(ARGUMENTS)))]
+    ) as server:
+        out = invoke(
+            "run", "rename", "--provider", "openai", "--model", model,
+            "--base-url", f"{server.url}/v1", "--trust-zone", "local",
+        )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    line = decide_line(out.output)
+    assert "--provider openai --model <the model it was suspended with>" in line
+    assert "\x1b" not in out.output and "\u202e" not in out.output
