@@ -591,9 +591,15 @@ class AgentRunPersister(StoreBase):
             if row is None:
                 raise UnknownRunError(f"no such run {run_id[:80]!r}")
             if row[0] != RunStatus.RUNNING:
+                waiting = (
+                    f"; a run waiting for approval is ended with `nr-llm runs discard "
+                    f"{run_id[:80]}` (discard())"
+                    if row[0] == RunStatus.SUSPENDED
+                    else ""
+                )
                 raise AuditStoreError(
                     f"run {run_id[:80]!r} is {row[0]}, not running: only a running run is "
-                    "ended as abandoned"
+                    f"ended as abandoned{waiting}"
                 )
             runner = None if row[1] is None else Runner(str(row[1]), int(row[2]), str(row[3]))
             state = runner_state(runner)

@@ -35,17 +35,27 @@ class _LazyGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # An option of a command written before it (`nr-llm --config x run`): say where it
         # goes instead of only that nr-llm has no such option.
+        ctx.meta[_ARGS] = list(args)  # what invoke() walks when a group refuses an option
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
-            path = _command_taking(self, ctx, args, exc.option_name)
-            if path is None:
+            raise _placed(self, ctx, args, exc, []) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # The same for a group's subcommand (`nr-llm tools --tool-timeout 5 run`): the group
+        # refuses the option when it parses its own arguments, under this invoke.
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            group = exc.ctx
+            if (
+                group is None
+                or group.parent is not ctx
+                or not isinstance(group.command, click.Group)
+            ):
                 raise
-            raise click.UsageError(
-                f"{exc.option_name} is an option of the command, not of nr-llm itself: put it "
-                f"after the command: nr-llm {' '.join(path)} {exc.option_name} …",
-                ctx=ctx,
-            ) from None
+            args = ctx.meta.get(_ARGS, [])
+            raise _placed(self, ctx, args, exc, [group.info_name or ""]) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_COMMANDS})
@@ -57,6 +67,29 @@ class _LazyGroup(click.Group):
         module, _, attr = target.partition(":")
         command: Any = getattr(importlib.import_module(module), attr)
         return command  # type: ignore[no-any-return]
+
+
+_ARGS = "nr_llm.args"
+
+
+def _placed(
+    group: click.Group,
+    ctx: click.Context,
+    args: list[str],
+    exc: click.NoSuchOption,
+    refused_by: list[str],
+) -> click.UsageError | click.NoSuchOption:
+    """The error for an option the group ``refused_by`` names (``[]``: nr-llm itself) does
+    not take: where it goes, when a command after it takes it; else click's own."""
+    path = _command_taking(group, ctx, args, exc.option_name)
+    if path is None or path == refused_by:
+        return exc
+    whose = " ".join(["nr-llm", *refused_by])
+    return click.UsageError(
+        f"{exc.option_name} is an option of the command, not of {whose} itself: put it "
+        f"after the command: nr-llm {' '.join(path)} {exc.option_name} …",
+        ctx=exc.ctx or ctx,
+    )
 
 
 def _command_taking(

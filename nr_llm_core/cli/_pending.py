@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 import textwrap
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Final, final
 
+import attrs
 import click
 
 from nr_llm_core._audit_suspension import unusable
@@ -18,12 +22,16 @@ from nr_llm_core.approval import (
 )
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import page, visible, visible_json
-from nr_llm_core.cli._provider_check import recorded_words
+from nr_llm_core.cli._provider_check import default_record, provider_flags, recorded_words
+from nr_llm_core.config import Config
 from nr_llm_core.errors import ApprovalError
+from nr_llm_core.host import ENV_ENABLE_TOOLS
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level
 from nr_llm_core.stores import AuditStore
 
 __all__ = [
+    "Invocation",
+    "decide_command",
     "level_stored_with",
     "not_shown_note",
     "pending_json",
@@ -35,6 +43,54 @@ __all__ = [
 ]
 
 _INDENT = "    "
+#: Stands for a script path the command does not know (``runs show``: it is not recorded).
+_UNKNOWN_SCRIPT: Final = "<the script you ran with>"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Invocation:
+    """What the command printing a waiting run knows of how a decision must be invoked:
+    ``config`` (its configuration: which provider a command without provider options
+    builds), ``script`` (the ``--script`` path the run played, when this command was given
+    it), ``db`` and ``config_path`` (``--db`` and ``--config`` as given, repeated)."""
+
+    config: Config | None = None
+    script: str | None = None
+    db: str | None = None
+    config_path: Path | None = None
+
+
+def _word(text: str) -> str:
+    return shlex.quote(visible(text, keep_newlines=False))
+
+
+def decide_command(state: SuspendedRunState, run_id: str, how: Invocation) -> str:
+    """The command line that decides on ``state`` as printed, one the decision accepts: the
+    provider and model it was suspended with when they are not what a command without
+    provider options builds (ADR 0033), its ``--script`` (the path, or a placeholder when it
+    is not known), ``--db``/``--config`` as given, and ``NR_LLM_ENABLE_TOOLS=`` before it for
+    a pending call's tool this shell enables through that variable."""
+    digest = visible(state.digest, keep_newlines=False)
+    words = [f"nr-llm runs approve|deny {visible(run_id, keep_newlines=False)} --digest {digest}"]
+    record = state.provider
+    if record is not None:
+        default = None if how.config is None else default_record(how.config)
+        flags = provider_flags(record)
+        if flags is not None and record != default:
+            words.append(flags)
+        if record.kind == "ScriptedProvider":
+            words.append(f"--script {_UNKNOWN_SCRIPT if how.script is None else _word(how.script)}")
+    if how.db is not None:
+        words.append(f"--db {_word(how.db)}")
+    if how.config_path is not None:
+        words.append(f"--config {_word(str(how.config_path))}")
+    enabled = {n.strip() for n in os.environ.get(ENV_ENABLE_TOOLS, "").split(",") if n.strip()}
+    # Named even when the config file enables it too (the list is a union; harmless then):
+    # without it a call this run waits on would be answered "disabled" when it resumes.
+    needed = sorted(enabled & {call.name for call in state.pending})
+    prefix = f"{ENV_ENABLE_TOOLS}={_word(','.join(needed))} " if needed else ""
+    return prefix + " ".join(words)
 
 
 def recorded_level(store: AuditStore | None, run_id: str, fallback: object) -> object:
@@ -67,19 +123,24 @@ def not_shown_note(privacy_level: object) -> str:
 
 
 def render_pending(
-    state: SuspendedRunState, privacy_level: object, *, decide_run_id: str | None = None
+    state: SuspendedRunState,
+    privacy_level: object,
+    *,
+    decide_run_id: str | None = None,
+    how: Invocation | None = None,
 ) -> str:
     """The pending calls of ``state``: the digest, then each call's id, tool name, whether it
     needs approval or runs on resume, and its complete arguments as pretty JSON (see
     :func:`~nr_llm_core.cli._output.visible_json`), never cut. At privacy level ``none`` (or
     an unknown one) a note stands in for the arguments. ``decide_run_id`` adds the command
-    line that decides. Every stored string is made visible."""
+    line that decides (:func:`decide_command`, with what ``how`` knows). Every stored string
+    is made visible."""
     view = approver_view(state, privacy_level)
     digest = visible(view["digest"], keep_newlines=False)
     lines = [f"awaiting approval (digest {digest}):"]
     if decide_run_id is not None:
-        run = visible(decide_run_id, keep_newlines=False)
-        lines.append(f"  decide with: nr-llm runs approve|deny {run} --digest {digest}")
+        command = decide_command(state, decide_run_id, how or Invocation())
+        lines.append(f"  decide with: {command}")
     if state.provider is not None:  # a decision with another provider is refused (ADR 0033)
         lines.append(f"  suspended with provider {recorded_words(state.provider)}")
     if not view["arguments_shown"]:
@@ -115,13 +176,20 @@ def _read(
     return state, None
 
 
-def pending_text(data: Mapping[str, Any], privacy_level: object, *, run_id: str) -> str:
-    """``runs show``'s section for a stored suspended state: :func:`render_pending`, with a
-    warning when the state would be refused (altered, malformed)."""
+def pending_text(
+    data: Mapping[str, Any],
+    privacy_level: object,
+    *,
+    run_id: str,
+    how: Invocation | None = None,
+) -> str:
+    """``runs show``'s section for a stored suspended state: :func:`render_pending` (``how``:
+    see :func:`decide_command`), with a warning when the state would be refused (altered,
+    malformed)."""
     state, problem = _read(data, run_id)
     if state is None:
         return f"awaiting approval: {visible(unusable(run_id, str(problem)), keep_newlines=False)}"
-    text = render_pending(state, privacy_level, decide_run_id=run_id)
+    text = render_pending(state, privacy_level, decide_run_id=run_id, how=how)
     if problem is not None:
         warning = visible(problem, keep_newlines=False)
         text += f"\n  warning: {warning}; a decision on it will be refused"

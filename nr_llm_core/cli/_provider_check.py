@@ -7,6 +7,7 @@ when it resumes; this module words it for the command line."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -14,7 +15,8 @@ import click
 
 from nr_llm_core.approval import SuspendedRunState
 from nr_llm_core.cli._output import visible
-from nr_llm_core.errors import ApprovalError, ProviderChangedError
+from nr_llm_core.config import Config
+from nr_llm_core.errors import ApprovalError, ConfigurationError, ProviderChangedError
 from nr_llm_core.provider_record import ProviderRecord, check_same_provider, provider_record
 
 __all__ = [
@@ -22,7 +24,9 @@ __all__ = [
     "allow_provider_change_option",
     "change_lines",
     "check_decision_provider",
+    "default_record",
     "provider_changes",
+    "provider_flags",
     "provider_words",
     "recorded_words",
 ]
@@ -77,6 +81,41 @@ def _suggestion(kind: str, model: str | None) -> str:
     if model is not None and _PLAIN_MODEL.fullmatch(model):
         flags += f" --model {model}"
     return flags
+
+
+def provider_flags(record: ProviderRecord) -> str | None:
+    """The ``--provider`` (and ``--model``) options that build the provider ``record`` names,
+    as a shell takes them (the model quoted when it needs it; one that cannot be shown as it
+    is, a placeholder); ``None`` for a provider the command line cannot build (an embedding
+    application's own)."""
+    name = _CLI_NAMES.get(record.kind)
+    if name is None:
+        return None
+    flags = f"--provider {name}"
+    if name != "scripted" and record.model is not None:
+        model = record.model
+        if visible(model, keep_newlines=False) != model:
+            # Its visible form is another model: a placeholder, never a value that misleads.
+            model = "<the model it was suspended with>"
+        elif not _PLAIN_MODEL.fullmatch(model):
+            model = shlex.quote(model)
+        flags += f" --model {model}"
+    return flags
+
+
+def default_record(config: Config) -> ProviderRecord | None:
+    """The record of the provider a command given no provider options builds with
+    ``config`` (its ``providers.default`` and that provider's model); ``None`` when the
+    configuration names none the command line can build."""
+    try:
+        settings = config.provider(None)
+    except ConfigurationError:
+        return None
+    kind = {name: kind for kind, name in _CLI_NAMES.items()}.get(settings.name)
+    if kind is None:
+        return None
+    model = None if kind == "ScriptedProvider" else settings["model"]
+    return ProviderRecord(kind=kind, model=model)
 
 
 def check_decision_provider(

@@ -8,6 +8,7 @@ from typing import Any, Final, TypeVar
 import click
 from click.core import ParameterSource
 
+from nr_llm_core._config_values import suggest
 from nr_llm_core.cli._output import visible
 from nr_llm_core.config import (
     DEFAULT_BASE_URLS,
@@ -57,37 +58,72 @@ _TURN_KEYS: Final = frozenset({"content", "tool_calls"})
 _CALL_KEYS: Final = frozenset({"name", "arguments", "id"})
 
 
+_SCRIPT_SHAPE: Final = (
+    'a script is a JSON list of strings or {"content", "tool_calls": [{"name", "arguments", '
+    '"id"}]} objects'
+)
+
+
 def _read_script(path: str) -> list[Any]:
-    """A JSON list of turns: strings (final answers) or ``{"content", "tool_calls"}``."""
+    """A JSON list of turns: strings (final answers) or ``{"content", "tool_calls"}``. A file
+    that cannot be read or decoded names its path (made visible); a wrong turn names where it
+    is wrong (turn and call, counted from 1) and an unknown key with the one it is near."""
+    shown = visible(path, keep_newlines=False)
     try:
         with open(path, encoding="utf-8") as fh:
-            turns = decode_json(fh.read())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise click.BadParameter(f"cannot read the script ({type(exc).__name__})") from None
-    if type(turns) is not list or not all(
-        type(t) is str
-        or (
-            type(t) is dict
-            and t.keys() <= _TURN_KEYS
-            and type(t.get("content", "")) is str
-            and type(t.get("tool_calls", [])) is list
-            and all(
-                type(c) is dict
-                and c.keys() <= _CALL_KEYS
-                and type(c.get("name")) is str
-                and type(c.get("arguments", {})) is dict
-                and type(c.get("id", "")) is str
-                for c in t.get("tool_calls", [])
-            )
-        )
-        for t in turns
-    ):
+            turns: Any = decode_json(fh.read())
+    except FileNotFoundError:
         raise click.BadParameter(
-            'a script is a JSON list of strings or {"content", "tool_calls": [{"name", '
-            '"arguments", "id"}]} objects',
-            param_hint="--script",
-        )
-    return turns
+            f"cannot read {shown!r}: no such file", param_hint="--script"
+        ) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise click.BadParameter(
+            f"cannot read {shown!r} ({type(exc).__name__})", param_hint="--script"
+        ) from None
+    problem = "it is not a list" if type(turns) is not list else _turns_problem(turns)
+    if problem is not None:
+        raise click.BadParameter(f"{shown!r}: {problem}; {_SCRIPT_SHAPE}", param_hint="--script")
+    return list(turns)
+
+
+def _keys_problem(item: dict[str, Any], allowed: frozenset[str]) -> str | None:
+    unknown = [
+        f"unknown key {visible(str(key)[:80], keep_newlines=False)!r}"
+        f"{suggest(str(key), sorted(allowed))}"
+        for key in item
+        if key not in allowed
+    ]
+    return ", ".join(unknown[:5]) or None
+
+
+def _turns_problem(turns: list[Any]) -> str | None:
+    """What is wrong with the first wrong turn of ``turns``, with where it is; ``None``."""
+    for t, turn in enumerate(turns, 1):
+        if type(turn) is str:
+            continue
+        if type(turn) is not dict:
+            return f"turn {t} is neither a string nor an object"
+        problem = _keys_problem(turn, _TURN_KEYS)
+        if problem is None and type(turn.get("content", "")) is not str:
+            problem = "its content is not a string"
+        if problem is None and type(turn.get("tool_calls", [])) is not list:
+            problem = "its tool_calls is not a list"
+        if problem is not None:
+            return f"turn {t}: {problem}"
+        for c, call in enumerate(turn.get("tool_calls", []), 1):
+            if type(call) is not dict:
+                problem = "it is not an object"
+            else:
+                problem = _keys_problem(call, _CALL_KEYS)
+            if problem is None and type(call.get("name")) is not str:
+                problem = "its name is missing or not a string"
+            if problem is None and type(call.get("arguments", {})) is not dict:
+                problem = "its arguments are not an object"
+            if problem is None and type(call.get("id", "")) is not str:
+                problem = "its id is not a string"
+            if problem is not None:
+                return f"turn {t}, call {c}: {problem}"
+    return None
 
 
 class ConfigurationProblem(click.ClickException):

@@ -7,7 +7,7 @@ import re
 import click
 
 from nr_llm_core.cli._output import visible
-from nr_llm_core.cli._pending import render_pending
+from nr_llm_core.cli._pending import Invocation, render_pending
 from nr_llm_core.encoding import encode_json_str
 from nr_llm_core.loop import UNANSWERED_NOTE, TerminationReason, ToolLoopResult
 from nr_llm_core.trace import RunStep, StepKind
@@ -48,13 +48,21 @@ def _step_line(step: RunStep) -> str | None:
     return None  # request steps repeat the conversation; not shown
 
 
-def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | None = None) -> None:
+def report(
+    result: ToolLoopResult,
+    *,
+    privacy_level: object,
+    max_tokens: int | None = None,
+    how: Invocation | None = None,
+) -> None:
     """Print a run's answer, its compact trace, and what it waits for.
 
     A suspended run's pending calls are shown whole (see
     :func:`~nr_llm_core.cli._pending.render_pending`); ``privacy_level`` is the level the run
     is recorded at, which decides whether their arguments are shown. ``max_tokens`` is the
-    answer's limit the run had (``--max-tokens``), named when an answer was cut there."""
+    answer's limit the run had (``--max-tokens``), named when an answer was cut there; ``how``
+    what this command knows of how a decision must be invoked (see
+    :func:`~nr_llm_core.cli._pending.decide_command`)."""
     if result.content:
         click.echo(visible(result.content))
     click.echo("")
@@ -64,11 +72,17 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
         if line is not None:
             click.echo(line)
     usage = result.usage
+    # The error the trace already printed (its error step, whole) is not printed again.
+    steps = result.trace.steps if result.trace is not None else ()
+    traced = result.error is not None and any(
+        step.kind is StepKind.ERROR and step.to_dict().get("reason") == result.error
+        for step in steps
+    )
     if result.termination_reason is TerminationReason.FAILED:
         # The loop counts the request that failed: it brought no completion.
         arrived = max(0, result.iterations - 1)
         counted = "no completion arrived" if not arrived else f"after {arrived} completion(s)"
-        summary = f"failed: {_failure(result.error)}; {counted}"
+        summary = f"failed: {_failure(result.error, above=traced)}; {counted}"
     else:
         summary = f"{result.termination_reason.value} after {result.iterations} completion(s)"
     summary += f"; tokens {usage.input_tokens} in / {usage.output_tokens} out"
@@ -78,11 +92,11 @@ def report(result: ToolLoopResult, *, privacy_level: object, max_tokens: int | N
     if result.termination_reason is TerminationReason.MAX_TOKENS:
         limit = "--max-tokens" if max_tokens is None else f"--max-tokens {max_tokens}"
         click.echo(f"the answer was cut at the token limit ({limit}): raise it for a whole answer")
-    if result.error:
+    if result.error and not traced:
         click.echo(f"error: {visible(result.error)}", err=True)
     state = result.suspended
     if state is not None:
-        click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id))
+        click.echo(render_pending(state, privacy_level, decide_run_id=result.run_id, how=how))
 
 
 # How the HTTP adapters word a provider that could not be reached or refused the request
@@ -92,9 +106,10 @@ _REFUSED = re.compile(r"provider error: .+? at (\S+) refused the request")
 _CREDENTIALS = re.compile(r"provider error: .+? refused the credentials")
 
 
-def _failure(error: str | None) -> str:
+def _failure(error: str | None, *, above: bool) -> str:
     """What a failed run's summary says failed: a provider that could not be reached or
-    refused the request, with its endpoint; else the provider (the error line says how)."""
+    refused the request, with its endpoint; else the provider (the error line says how: the
+    trace's, ``above``, or the one printed below)."""
     text = error or ""
     reached = _UNREACHABLE.match(text)
     if reached is not None:
@@ -104,7 +119,7 @@ def _failure(error: str | None) -> str:
         return f"the provider refused the request ({visible(refused.group(1))})"
     if _CREDENTIALS.match(text):
         return "the provider refused the credentials"
-    return "the provider failed (the error below says why)"
+    return f"the provider failed (the error {'above' if above else 'below'} says why)"
 
 
 def outcome(result: ToolLoopResult) -> str:

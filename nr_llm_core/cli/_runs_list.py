@@ -18,8 +18,9 @@ from nr_llm_core.cli._runners import runner_json, runners_of, shown_status
 from nr_llm_core.cli._session import config_option, read_config
 from nr_llm_core.cli._store import db_option, no_database, open_persister
 from nr_llm_core.encoding import encode_json_ascii
+from nr_llm_core.run_result import TerminationReason
 
-__all__ = ["RUN_FIELDS", "list_runs", "parse_statuses"]
+__all__ = ["RUN_FIELDS", "list_runs", "parse_statuses", "shown_reason"]
 
 #: A run's fields as ``runs show`` and ``runs list --json`` print them, in this order.
 RUN_FIELDS: Final = (
@@ -41,6 +42,16 @@ RUN_FIELDS: Final = (
 _VALID: Final = ", ".join(s.value for s in RunStatus)
 
 
+def shown_reason(record: RunRecord) -> str | None:
+    """A run's termination reason as the table and ``runs show`` print it: a waiting run
+    the store keeps none for is ``awaiting_approval``, the word ``nr-llm run`` printed when
+    it stopped (the JSON keeps the stored value)."""
+    reason = record["termination_reason"]
+    if reason is None and record["status"] == RunStatus.SUSPENDED:
+        return TerminationReason.AWAITING_APPROVAL.value
+    return reason
+
+
 def parse_statuses(
     ctx: click.Context, param: click.Parameter, given: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -53,8 +64,12 @@ def parse_statuses(
             if not name:
                 continue
             if name not in RunStatus.__members__.values():
+                # The docs say a run "waits" for approval; its status is the store's word.
                 raise click.BadParameter(
-                    f"unknown status {part.strip()!r}; valid: {_VALID}", ctx=ctx, param=param
+                    f"unknown status {part.strip()!r}; valid: {_VALID} (a run waiting for "
+                    "approval is `suspended`)",
+                    ctx=ctx,
+                    param=param,
                 )
             chosen.append(name)
     return tuple(dict.fromkeys(chosen))
@@ -131,7 +146,7 @@ def list_runs(
             str(r["iterations"]),
             f"{r['tokens_in']}/{r['tokens_out']}",
             r["privacy_level"],
-            r["termination_reason"],
+            shown_reason(r),
         ]
         for r in records
     ]

@@ -10,6 +10,7 @@ from typing import Final
 
 import click
 
+from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._templates import TEMPLATES
 
 __all__ = ["new_tool", "scaffold"]
@@ -18,16 +19,30 @@ __all__ = ["new_tool", "scaffold"]
 _NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
+def _is_tool_name(name: str) -> bool:
+    return _NAME_RE.fullmatch(name) is not None and not keyword.iskeyword(name)
+
+
+def _normalised(name: str) -> str | None:
+    """``name`` lowercased with each run of dashes, dots and spaces as one underscore, when
+    that is a tool name (``my-tool`` -> ``my_tool``); else ``None`` (nothing to suggest)."""
+    near = re.sub(r"[-. ]+", "_", name.strip().lower())
+    return near if _is_tool_name(near) else None
+
+
 def scaffold(name: str, parent: Path) -> Path:
     """Write the package for tool ``name`` into ``parent/nr-llm-<name>`` and return that path.
 
     Raises ``ValueError`` for a name that is not a lowercase identifier of at most 64
     characters, and ``FileExistsError`` when the directory exists.
     """
-    if _NAME_RE.fullmatch(name) is None or keyword.iskeyword(name):
+    if not _is_tool_name(name):
+        near = _normalised(name)
+        hint = "" if near is None else f"; try `nr-llm new-tool {near}`"
         raise ValueError(
-            f"{name!r} is not a tool name: use lowercase letters, digits and underscores, "
-            "starting with a letter (at most 64 characters)"
+            f"{visible(name, keep_newlines=False)!r} is not a tool name: new-tool needs a Python "
+            "identifier (lowercase letters, digits and underscores, starting with a letter, at "
+            f"most 64 characters){hint}"
         )
     values = {
         "name": name,
@@ -81,7 +96,8 @@ def new_tool(name: str, directory: Path) -> None:
         raise click.ClickException(str(exc)) from None
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         click.echo(f"created {path}")
-    tool_file = root / "src" / f"nr_llm_{name}" / "__init__.py"
+    # Named from the package directory: the line before it is the cd into it.
+    tool_file = Path("src", f"nr_llm_{name}", "__init__.py")
     click.echo(
         f"\nNext (with the Python nr-llm is installed in: its venv activated):\n"
         f"  cd {root}\n  pip install -e '.[test]'\n  pytest\n"

@@ -10,7 +10,7 @@ import click
 from nr_llm_core.audit import AgentRunPersister, AuditStoreError
 from nr_llm_core.cli._offers import not_loaded_message, not_offered_lines, nothing_offered_line
 from nr_llm_core.cli._output import status, visible
-from nr_llm_core.cli._pending import recorded_level
+from nr_llm_core.cli._pending import Invocation, recorded_level
 from nr_llm_core.cli._providers import announce_provider, make_provider, provider_options
 from nr_llm_core.cli._report import outcome, report
 from nr_llm_core.cli._session import (
@@ -123,7 +123,9 @@ def run(
             progress.end(outcome(result))
         level = recorded_level(store, result.run_id, effective_level(loop.privacy).value)
         where = recorded_where(store, result.run_id, db)
-    report(result, privacy_level=level, max_tokens=getattr(chosen, "max_tokens", max_tokens))
+    how = Invocation(config=config, script=script, db=db, config_path=config_path)
+    limit = getattr(chosen, "max_tokens", max_tokens)
+    report(result, privacy_level=level, max_tokens=limit, how=how)
     if not any(d.offered for d in decisions):
         click.echo(nothing_offered_line(decisions, zone))
     click.echo(where)

@@ -15,9 +15,11 @@ from typing import Any
 
 import click
 
+from nr_llm_core.approval import STALE_DIGEST, digest_problem
 from nr_llm_core.audit import AuditStoreError
 from nr_llm_core.cli._output import or_nothing, page, status, visible
 from nr_llm_core.cli._pending import (
+    Invocation,
     level_stored_with,
     pending_json,
     pending_text,
@@ -39,7 +41,7 @@ from nr_llm_core.cli._runners import (
     shown_status,
     stale_note,
 )
-from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs
+from nr_llm_core.cli._runs_list import RUN_FIELDS, list_runs, shown_reason
 from nr_llm_core.cli._script_check import check_script
 from nr_llm_core.cli._session import (
     close_provider,
@@ -137,7 +139,11 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         return
     lines = []
     for key in RUN_FIELDS:
-        value = shown_status(record, seen) if key == "status" else run[key]
+        value = run[key]
+        if key == "status":
+            value = shown_status(record, seen)
+        elif key == "termination_reason":
+            value = shown_reason(record)
         lines.append(f"{key}: {visible(or_nothing(value), keep_newlines=False)}")
     if run["trace_id"] is not None:  # hex digits only: parse_traceparent checked them
         lines.append(f"trace_id: {run['trace_id']}")
@@ -151,7 +157,8 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
         lines.append(visible(step["payload"], keep_newlines=False))
     if data is not None:
         lines.append("")
-        lines.append(pending_text(data, level, run_id=run_id))
+        how = Invocation(config=config, db=db, config_path=config_path)
+        lines.append(pending_text(data, level, run_id=run_id, how=how))
     if lost is not None:
         lines.append("")
         lines.append(f"warning: {visible(lost, keep_newlines=False)}")
@@ -231,11 +238,11 @@ def _decide(
     from nr_llm_core.messages import Role
     from nr_llm_core.providers import ScriptedProvider
 
+    config_path = options.pop("config_path")
     config = read_config(
-        options.pop("config_path"),
-        isolate=options.pop("isolate"),
-        tool_timeout=options.pop("tool_timeout"),
+        config_path, isolate=options.pop("isolate"), tool_timeout=options.pop("tool_timeout")
     )
+    how = Invocation(config=config, script=options.get("script"), db=db, config_path=config_path)
     # Built first: a missing key stops the command before anyone is asked to decide.
     script_given = options.get("script") is not None
     provider = make_provider(options.pop("provider"), config=config, **options)
@@ -261,6 +268,7 @@ def _decide(
             check_script(
                 data, provider, allowed=allow_provider_change, run_id=run_id, given=script_given
             )
+        _check_digest(data, digest, run_id)
         level = recorded_level(store, run_id, None)
         state, decision = show_before_deciding(
             data,
@@ -299,9 +307,28 @@ def _decide(
                 progress.end(outcome(result))
         except (ApprovalError, AuditStoreError) as exc:
             raise click.ClickException(visible(str(exc), keep_newlines=False)) from None
-    report(result, privacy_level=level, max_tokens=getattr(provider, "max_tokens", None))
+    limit = getattr(provider, "max_tokens", None)
+    report(result, privacy_level=level, max_tokens=limit, how=how)
     if result.termination_reason is TerminationReason.FAILED:  # as `nr-llm run` exits
         raise SystemExit(1)
+
+
+def _check_digest(data: Any, digest: str | None, run_id: str) -> None:
+    """Refuse a ``--digest`` that names another turn than the one the run waits on, before
+    its calls are shown and anyone is asked (the loop refuses it anyway):
+    :data:`STALE_DIGEST`, what became of the run, and where its digest is shown."""
+    stored = data.get("digest") if isinstance(data, dict) else None
+    if digest is None or type(stored) is not str:
+        return  # no digest given, or a state the decision refuses in its own words
+    # A missing or cut digest is the loop's to refuse, in its words (nothing ran, the run
+    # waits); one that names another turn gets these, which say where the right one is.
+    problem = digest_problem(digest, stored)
+    if problem == STALE_DIGEST:
+        run = visible(run_id, keep_newlines=False)
+        raise click.ClickException(
+            f"{problem}. Nothing was decided and the run still waits: `nr-llm runs show {run}` "
+            "shows the digest it waits on."
+        )
 
 
 def _per_call_options(func: Callable[..., None]) -> Callable[..., None]:

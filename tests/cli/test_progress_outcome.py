@@ -48,7 +48,8 @@ def test_a_failed_run_never_says_done_on_a_pipe(tmp_path: Path, env: dict[str, s
     assert ran.code == 1, ran.err
     assert progress(ran.err, RUNNING) == [f"{RUNNING} failed"]
     assert "done" not in ran.err
-    assert "failed: the provider failed (the error below says why); no completion" in ran.out
+    assert "failed: the provider failed (the error above says why); no completion" in ran.out
+    assert ran.out.count("provider error:") == 1 and "error:" not in ran.err
 
 
 def test_a_completed_run_says_done_and_a_waiting_one_says_so(

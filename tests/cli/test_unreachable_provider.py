@@ -71,3 +71,19 @@ def test_refused_credentials_say_so() -> None:
         )
     assert out.exit_code == 1, out.output
     assert "failed: the provider refused the credentials; no completion arrived" in out.stdout
+
+
+def test_the_provider_error_is_printed_once() -> None:
+    """The provider's error was printed in the trace, then again on stderr as ``error:
+    provider error: …`` under the summary that had just said it. It is printed once (the
+    trace's error line, with its detail), and the summary still names what failed."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    out = CliRunner().invoke(
+        main,
+        ["run", "hi", "--provider", "openai", "--base-url", url, "--model", "m"],
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
+    assert out.exit_code == 1, out.output
+    assert out.output.count("provider error: could not reach") == 1, out.output
+    assert "error: provider error" not in out.stderr
+    assert f"failed: the provider could not be reached ({url}/chat/completions)" in out.stdout

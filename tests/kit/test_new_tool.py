@@ -33,7 +33,7 @@ def test_new_tool_writes_the_four_files(tmp_path: Path) -> None:
     )
     assert "pip install -e" in result.output
     assert (
-        f"edit {root / 'src' / 'nr_llm_word_count' / '__init__.py'}: it starts as an example "
+        f"edit {Path('src', 'nr_llm_word_count', '__init__.py')}: it starts as an example "
         "that counts words; its docstring's first paragraph is what a model reads"
     ) in result.output
     assert "pypi.org" not in (root / "README.md").read_text()  # nr-llm is not published

@@ -141,7 +141,9 @@ def test_show_lists_the_pending_calls_of_a_suspended_run(
     assert code == 0, out
     assert "status: suspended" in out
     assert f"awaiting approval (digest {digest}):" in out
-    assert f"decide with: nr-llm runs approve|deny {run_id} --digest {digest}" in out
+    # The tool is enabled by the variable only, and the run played a --script (ADR 0033).
+    decide = f"runs approve|deny {run_id} --digest {digest} --script <the script you ran with>"
+    assert f"decide with: NR_LLM_ENABLE_TOOLS=update_record nr-llm {decide}" in out
     assert_pending_shown_whole(out)
 
 
