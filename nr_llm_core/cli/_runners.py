@@ -18,7 +18,11 @@ from nr_llm_core._audit_store_base import StoreBase
 from nr_llm_core.audit import AuditStoreError, RunRecord, RunStatus
 from nr_llm_core.cli._output import visible
 from nr_llm_core.cli._session import config_option, read_config
-from nr_llm_core.cli._store import db_option, no_database, open_persister, resolve_run_id
+from nr_llm_core.cli._store import (
+    db_option,
+    existing_store,
+    resolve_run_id,
+)
 from nr_llm_core.stores import AuditStore
 
 __all__ = ["Seen", "abandon_run", "runner_json", "runners_of", "shown_status", "stale_note"]
@@ -91,10 +95,7 @@ def abandon_run(run_id: str, db: str | None, config_path: Path | None) -> None:
     from nr_llm_core.audit import claimant
 
     config = read_config(config_path)
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        raise SystemExit(1)
+    store = existing_store(db, config)
     with store:
         run_id = resolve_run_id(store, run_id)
         if not isinstance(store, StoreBase):  # every store is one; a stand-in would not be

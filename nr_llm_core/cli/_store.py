@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the configuration module is imported only when a store is l
 
 __all__ = [
     "db_option",
+    "existing_store",
     "no_database",
     "open_persister",
     "open_store",
@@ -97,6 +98,16 @@ def open_persister(
     if not create and store_kind(target) == "sqlite" and not sqlite_path(target).exists():
         return None
     return _opened(target)
+
+
+def existing_store(db: Target, config: Config | None = None) -> AuditStore:
+    """The store at ``db`` for a command about a run in it: when there is none, say so (as
+    :func:`no_database`) and exit with status 1; never creates one."""
+    store = open_persister(db, config=config)
+    if store is None:
+        no_database(db, config)
+        raise SystemExit(1)
+    return store
 
 
 def resolve_run_id(store: AuditStore, given: str) -> str:

@@ -52,7 +52,13 @@ from nr_llm_core.cli._session import (
     session,
     tool_timeout_option,
 )
-from nr_llm_core.cli._store import db_option, no_database, open_persister, resolve_run_id
+from nr_llm_core.cli._store import (
+    db_option,
+    existing_store,
+    no_database,
+    open_persister,
+    resolve_run_id,
+)
 from nr_llm_core.encoding import encode_json_ascii
 from nr_llm_core.errors import ApprovalError
 from nr_llm_core.privacy import PRIVACY_ENV_VAR, approver_level, resolve_privacy_level
@@ -97,10 +103,7 @@ def show_run(run_id: str, db: str | None, as_json: bool, config_path: Path | Non
     approval, its pending calls with their complete arguments (paged on a terminal when
     long; not shown for a run recorded at privacy level none)."""
     config = read_config(config_path)
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        raise SystemExit(1)
+    store = existing_store(db, config)
     with store:
         run_id = resolve_run_id(store, run_id)
         record = store.get_run(run_id)
@@ -246,10 +249,7 @@ def _decide(
     # Built first: a missing key stops the command before anyone is asked to decide.
     script_given = options.get("script") is not None
     provider = make_provider(options.pop("provider"), config=config, **options)
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        raise SystemExit(1)
+    store = existing_store(db, config)
     with session() as stack:
         close_provider(stack, provider)
         stack.enter_context(store)
@@ -442,10 +442,7 @@ def discard_run(run_id: str, db: str | None, config_path: Path | None) -> None:
     from nr_llm_core.errors import ApprovalError
 
     config = read_config(config_path)
-    store = open_persister(db, config=config)
-    if store is None:
-        no_database(db, config)
-        raise SystemExit(1)
+    store = existing_store(db, config)
     with store:
         run_id = resolve_run_id(store, run_id)
         try:
