@@ -75,6 +75,12 @@ _STRING_ESCAPE: Final = re.compile(
 # A quote that ends a string: no backslash before it, or an even run (possessive, and tried
 # only where the run starts, so a run is read once).
 _CLOSING_QUOTE: Final = re.compile(r"(?<!\\)(?:\\\\)*+\"")
+# A whole JSON string as ``json`` reads it with ``strict=False`` (raw control characters too):
+# matched before it is decoded, so a malformed one is never handed to ``json``, whose error
+# counts the line breaks from the text's start to where it failed (for its line number): one
+# such error per unclosed quote made reading quadratic.
+_PLAIN_STRING: Final = re.compile(r'"[^"\\]*+"')  # one without escapes is its own content
+_WHOLE_STRING: Final = re.compile(r'"(?:[^"\\]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"')
 _DECODER: Final = json.JSONDecoder(strict=False)
 
 # The reader's states: what the next token may be.
@@ -110,15 +116,19 @@ def _string(text: str, start: int) -> _Scalar | int:
     """The string whose quote is at ``start``: decoded; cut by the end of ``text`` (a cap),
     decoded as far as it is complete. When it is malformed (an invalid escape), where it
     ends: reading goes on after it."""
-    try:
-        value, end = _DECODER.raw_decode(text, start)
-    except ValueError:
+    plain = _PLAIN_STRING.match(text, start)
+    if plain is not None:
+        end = plain.end()
+        return _Scalar(None, None, start + 1, end - 1, text[start + 1 : end - 1], end - 1, True)
+    whole = _WHOLE_STRING.match(text, start)
+    if whole is None:
         closing = _CLOSING_QUOTE.search(text, start + 1)
         if closing is not None:
             return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
         return _Scalar(None, None, start + 1, len(text), value, read, quoted=True)
+    value, end = _DECODER.raw_decode(text, start)  # well formed: json reads it as matched
     return _Scalar(None, None, start + 1, end - 1, value, end - 1, quoted=True)
 
 

@@ -15,6 +15,7 @@ quadratic reader could pass on small inputs).
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from nr_llm_core import _json_members
 from nr_llm_core import _quoted_values as reader
 from nr_llm_core import _secret_pattern
 from nr_llm_core.redaction import SECRET_PATTERNS, mask_secrets
@@ -112,6 +114,14 @@ INPUTS: dict[str, Callable[[int], str]] = {
     # Backslash runs before quotes.
     "backslash-runs": lambda n: 'password: "' + "\\" * n + '"',
     "mysql-flags": lambda n: "mysql -p'" + "a'\\''" * (n // 6),
+    # A quoted value never closed, a backslash at each line's end (the red team's: 1 MB took
+    # 24 s), with either quote, after "=" too, and with JSON's escaped line breaks.
+    "backslash-line-ends": lambda n: 'password: "a\\\n' * (n // 15),
+    "backslash-line-ends-single": lambda n: "password: 'a\\\n" * (n // 15),
+    "backslash-line-ends-assigned": lambda n: 'password="\\\n' * (n // 12),
+    "backslash-line-ends-in-a-json-string": lambda n: (
+        '["' + 'password: \\"a\\\\\\n' * (n // 17) + '"]'
+    ),
 }
 
 
@@ -215,7 +225,37 @@ def every_regex(monkeypatch: pytest.MonkeyPatch) -> _Work:
             elif isinstance(value, dict) and any(isinstance(v, re.Pattern) for v in value.values()):
                 for key, regex in list(value.items()):
                     monkeypatch.setitem(value, key, _CountingRegex(regex, counted))
+    monkeypatch.setattr(
+        _json_members, "_DECODER", _CountingDecoder(_json_members._DECODER, counted)
+    )
     return counted
+
+
+class _CountingDecoder:
+    """The JSON reader's decoder, counted as a regex is: what a decode goes over; and when it
+    fails, what its error costs to build (``json`` counts the line breaks from the text's
+    start to where it failed, for the error's line number)."""
+
+    def __init__(self, decoder: json.JSONDecoder, work: _Work) -> None:
+        self.decoder, self.work = decoder, work
+
+    def raw_decode(self, text: str, idx: int = 0) -> tuple[Any, int]:
+        try:
+            value, end = self.decoder.raw_decode(text, idx)
+        except json.JSONDecodeError as e:
+            self.work.add(e.pos - idx + e.pos)
+            raise
+        self.work.add(end - idx)
+        return value, end
+
+    def decode(self, text: str) -> Any:
+        try:
+            value = self.decoder.decode(text)
+        except json.JSONDecodeError as e:
+            self.work.add(2 * e.pos)
+            raise
+        self.work.add(len(text))
+        return value
 
 
 # The inputs above, and those of ADR 0043's forms: quoted values that start with a space (code
