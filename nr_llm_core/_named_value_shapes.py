@@ -337,4 +337,20 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         positive=("mysql -u root -p'⟦it''s-s3cret⟧' shop", 'mysqldump -p"⟦s3\\"cret⟧" db'),
         negative=('docker run -p"8080:80" nginx', "ssh -p'22' host", 'mkdir -p"$HOME"'),
     ),
+    SecretPattern(
+        "credential-value",
+        # SQL's quoted password literal after PASSWORD or IDENTIFIED BY and a space (CREATE or
+        # ALTER ROLE/USER, SET PASSWORD … = is read by the shape above): a string literal,
+        # read to its real end (SQL doubles a quote inside: 'it''s').
+        r"(?<![A-Za-z0-9_.-])(?i:password|identified[ \t]{1,8}by)[ \t]{1,8}(?P<open>')",
+        quoted=judges.quoted_credential,
+        source="SQL: PostgreSQL's CREATE/ALTER ROLE … PASSWORD '…', MySQL's and MariaDB's "
+        "IDENTIFIED BY '…'",
+        positive=(
+            "CREATE ROLE app WITH LOGIN PASSWORD '⟦s3cret-pw⟧';",
+            "CREATE USER 'app'@'%' IDENTIFIED BY '⟦it''s-s3cret⟧';",
+            "alter user app with password '⟦two words⟧'",
+        ),
+        negative=("ALTER ROLE app WITH PASSWORD NULL;", "IDENTIFIED BY '${DB_PASSWORD}'"),
+    ),
 )

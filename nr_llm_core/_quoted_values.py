@@ -78,6 +78,11 @@ _ENDS_A_STRING: Final = re.compile(r'[,:\]})\s]|\\++[nrt"]|\Z')
 # Where a phrase ends: a comment after a space, a quote or backtick (a backslash run before it
 # stays outside), a line break, written or escaped. Each run is tried only where it starts.
 _PHRASE_END: Final = re.compile(r"(?<![ \t])[ \t]++[#;]|(?<!\\)\\*+[\"'`]|[\r\n]|(?<!\\)\\++[nrt]")
+# Where a connection string's element ends (Server=db;Password=two words;Database=app): its
+# ";", a quote (the end of the string it is in), a line break, written or escaped.
+_ELEMENT_END: Final = re.compile(r"[;\"'`\r\n]|(?<!\\)\\++[nrt]")
+# What a connection string's element starts after: a ";" (spaces around it).
+_ELEMENT_LEAD: Final = re.compile(r";[ \t]*+\Z")
 # What may stand between a line's start and a name that starts it: indentation, then shell's
 # export, a YAML list's dash or INI's comment-free nothing. Read backwards, this far at most.
 _LINE_LEAD_MAX: Final = 80
@@ -120,6 +125,23 @@ class QuoteReader:
                 head = head[opened + 1 :]  # the start of a string the line is in
         words = head.split()
         return all(word in _LINE_WORDS for word in words)
+
+    def in_connection_string(self, pos: int, name_end: int) -> bool:
+        """Whether the name at ``pos`` (ending at ``name_end``) is an element of a ``;``
+        separated connection string: a ``;`` before it and ``=`` right after it."""
+        text = self.text
+        if not text.startswith("=", name_end):
+            return False
+        return _ELEMENT_LEAD.search(text, max(0, pos - 8), pos) is not None
+
+    def element_end(self, start: int) -> int:
+        """Where a connection string's element value that starts at ``start`` ends: before
+        its ``;``, a quote or the line's end, trailing spaces left out."""
+        m = self._search(_ELEMENT_END, start)
+        end = len(self.text) if m is None else m.start()
+        while end > start and self.text[end - 1] in " \t":
+            end -= 1
+        return end
 
     def phrase_end(self, start: int) -> int:
         """Where a phrase that starts at ``start`` ends: before a comment, a quote or the

@@ -145,9 +145,19 @@ class SecretPattern:
             return None
         text = m.string
         name_end = m.end("name")
-        if text.startswith(('"', "'"), name_end) or not reader.starts_a_line(m.start()):
+        if text.startswith(('"', "'"), name_end):
             return None  # a quoted name ("password": …) is no config line's
         start = m.start("secret")
+        if reader.in_connection_string(m.start(), name_end):
+            # A connection string's element (Server=db;Password=two words;…): its value runs
+            # to the next ";", whatever it holds, unless it is a placeholder (its first word).
+            end = reader.element_end(start)
+            if end <= m.end("secret") or self.replace(m) == m.group():
+                if not judges.connection_value(text[start:end]):
+                    return None
+            return start, end, self._mask
+        if not reader.starts_a_line(m.start()):
+            return None
         end = reader.phrase_end(start)
         if end <= m.end("secret") or not self._phrase(m, text[start:end]):
             return None

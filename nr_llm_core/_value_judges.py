@@ -319,6 +319,16 @@ def phrase_credential(m: re.Match[str], phrase: str) -> bool:
 _PORTS: Final = re.compile(r"[0-9]{1,5}|(?:[0-9.]{1,39}:){1,2}[0-9]{1,5}(?:/(?:tcp|udp))?")
 
 
+def connection_value(value: str) -> bool:
+    """Whether ``value``, a connection string element's value under a credential name read to
+    its ``;`` (``Password=blue sky;``), is a secret: a literal, unless it is a placeholder or
+    template, or has no letter or digit."""
+    core = value.strip()
+    if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":
+        return False
+    return not is_placeholder(core) and "$" not in core
+
+
 def flag_password(m: re.Match[str], value: str) -> bool:
     """Whether ``value``, quoted right after ``-p`` (MySQL's and MariaDB's ``-p'secret'``), is
     a password: as :func:`quoted_credential` judges one, and not a port or port mapping."""

@@ -297,5 +297,5 @@ def test_the_whole_redactor_does_linear_work(name: str, every_regex: _Work) -> N
 
 def test_the_quoted_shapes_are_the_ones_counted() -> None:
     assert {s.kind for s in QUOTED_SHAPES} == {"credential-value"}
-    assert len(QUOTED_SHAPES) == 4  # names, -p'…', flags, known clients' -p (ADR 0043)
+    assert len(QUOTED_SHAPES) == 5  # names, -p'…', flags, known clients' -p (ADR 0043), SQL
     assert _secret_pattern.QuoteReader is reader.QuoteReader
