@@ -152,9 +152,9 @@ class SecretPattern:
             # A connection string's element (Server=db;Password=two words;…): its value runs
             # to the next ";", whatever it holds, unless it is a placeholder (its first word).
             end = reader.element_end(start)
-            if end <= m.end("secret") or self.replace(m) == m.group():
-                if not judges.connection_value(text[start:end]):
-                    return None
+            kept = end <= m.end("secret") or self.replace(m) == m.group()
+            if kept and not judges.connection_value(text[start:end]):
+                return None
             return start, end, self._mask
         if not reader.starts_a_line(m.start()):
             return None

@@ -25,9 +25,8 @@ from typing import Any
 
 import pytest
 
-from nr_llm_core import _json_members
+from nr_llm_core import _json_members, _secret_pattern
 from nr_llm_core import _quoted_values as reader
-from nr_llm_core import _secret_pattern
 from nr_llm_core.redaction import SECRET_PATTERNS, mask_secrets
 
 from .test_linear_time import _repeats
