@@ -258,6 +258,9 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})"
         rf"(?:(?P<open>[{_Q}])"
         rf"(?![,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
+        # YAML's block scalar (| or >, its chomping and indentation marks, the line's end):
+        # the value is the indented lines that follow (QuoteReader.block_end).
+        rf"|(?P<block>[|>][-+1-9]{{0,2}})(?=[ \t]{{0,32}}(?:#[^\r\n]*+)?(?:\r?\n|\\[nr]))"
         rf"|(?P<quote>`)?(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*)))",
         judges.credential,
         quoted=judges.quoted_credential,
@@ -295,6 +298,9 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             "password: '⟦%hunter2x⟧'",
             "password: '⟦+s3cretPW⟧'",
             "password: '⟦)s3cr3t⟧'",
+            # YAML's block scalars: the indented lines after the name's line (red team 8).
+            "db:\n  password: |\n    ⟦two words\n    s3cret⟧\n  user: ann",
+            "password: >-\n  ⟦s3cret-pw⟧\n",
         ),
         negative=(
             "def login(token: str) -> None:",
@@ -326,6 +332,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             '{"src": "print(\\"shlex: token=EOF\\")", "env": "PWD=\\/home\\/ann"}',
             'password: "${DB_PASSWORD}" # from the vault',
             "PASSWORD='' psql",
+            "password: |\n  ${DB_PASSWORD}\nuser: ann",
         ),
     ),
     SecretPattern(
@@ -352,5 +359,44 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             "alter user app with password '⟦two words⟧'",
         ),
         negative=("ALTER ROLE app WITH PASSWORD NULL;", "IDENTIFIED BY '${DB_PASSWORD}'"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # An XML element named as a credential: its text, to its end tag (<password>…).
+        rf"<{_CREDENTIAL_NAME}>(?P<secret>[^<>]{{1,1024}})</(?P=name)>",
+        judges.literal_value,
+        source="XML elements under a credential name (Maven settings.xml, .NET config, "
+        "SOAP), as noseyparker's generic rules read a value after a keyword",
+        positive=("<password>⟦two s3cret words⟧</password>", "<db_password>⟦x9y8⟧</db_password>"),
+        negative=("<password>${db.password}</password>", "<token></token>"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # .netrc: "machine host login user password secret" (on one line or over a few). A value
+        # ends before a JSON string's escaped line break or quote (the decoded view reads it).
+        r"(?<![A-Za-z0-9_.-])(?:machine[ \t]+[^\s]{1,253}|default)[ \t\r\n]{1,16}login[ \t]+"
+        r"[^\s]{1,253}[^;|&]{0,240}?[ \t\r\n]password[ \t]+"
+        r'(?P<secret>(?:[^\s\\]|\\(?![nrt\\"]))++)',
+        judges.literal_value,
+        source="curl's and ftp's .netrc (machine, login, password)",
+        positive=(
+            "machine db.internal login ann password ⟦s3cret-pw⟧",
+            "machine api.example.com\n  login ann\n  password ⟦two-words⟧\n",
+        ),
+        negative=("machine learning password reset", "machine h login ann password $PW"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # curl's -u / --user user:password (the password after the user's colon).
+        r"(?<![A-Za-z0-9_.-])curl(?![A-Za-z0-9_.-])[^\r\n;|&]{0,240}?[ \t](?:-u|--user)"
+        r"(?:[ \t]{1,8}|=)?[\"']?+[^\s:\"']{1,128}:"
+        r"(?P<secret>(?:[^\s\"'\\]|\\(?![nrt\\\"]))++)",
+        judges.literal_value,
+        source="gitleaks curl-auth-user (curl -u user:password)",
+        positive=(
+            "curl -u ann:⟦s3cret-pw⟧ https://api.example.com",
+            "curl -s --user 'ann:⟦s3cret-pw⟧' https://x",
+        ),
+        negative=("curl -u ann: https://x", "curl -u ann:$PASSWORD https://x"),
     ),
 )

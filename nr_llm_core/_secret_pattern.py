@@ -114,6 +114,12 @@ class SecretPattern:
         while (m := self.regex.search(text, pos)) is not None:
             pos = m.end()
             opening = m.start("open")
+            if m.groupdict().get("block") is not None:
+                region = self._block_region(m, reader, judge)
+                if region is not None:
+                    found.append(region)
+                    pos = max(pos, region[1])
+                continue
             if opening < 0:
                 region = self._phrase_region(m, reader)
                 if region is not None:
@@ -134,6 +140,16 @@ class SecretPattern:
                 found.append((opening + 1, high, self._mask))
             pos = max(pos, end)
         return found
+
+    def _block_region(
+        self, m: re.Match[str], reader: QuoteReader, judge: QuotedJudge
+    ) -> Region | None:
+        # YAML's block scalar after a credential name (password: |): its value is the lines
+        # indented more than the name's line, masked whole as a quoted value is judged.
+        low, high = reader.block_span(m.start(), m.end("block"))
+        if high <= low or not judge(m, m.string[low:high]):
+            return None
+        return low, high, self._mask
 
     def _phrase_region(self, m: re.Match[str], reader: QuoteReader) -> Region | None:
         # An unquoted value after a name that starts its line, read to the line's end: masked

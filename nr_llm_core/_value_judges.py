@@ -329,6 +329,15 @@ def connection_value(value: str) -> bool:
     return not is_placeholder(core) and "$" not in core
 
 
+def literal_value(m: re.Match[str]) -> str:
+    """Replacer for a value a format writes as itself (an XML element's text, ``.netrc``'s
+    ``password``, ``curl -u``'s ``user:password``): masked unless it is a placeholder or
+    template, or has no letter or digit."""
+    if connection_value(m.group("secret")):
+        return keep_prefix("credential-value")(m)
+    return m.group()
+
+
 def flag_password(m: re.Match[str], value: str) -> bool:
     """Whether ``value``, quoted right after ``-p`` (MySQL's and MariaDB's ``-p'secret'``), is
     a password: as :func:`quoted_credential` judges one, and not a port or port mapping."""

@@ -3,8 +3,10 @@
 Each text case names the form, the text, the canary (a part of the secret that was stored) and
 the text around the value that must be kept: a ``;``-separated connection string's password
 that holds spaces (it runs to its ``;``), SQL's quoted password literal after ``PASSWORD`` or
-``IDENTIFIED BY`` and a space. Structured values: a name/value pair whose name is a credential
-name (Kubernetes' ``env``) masks its value; a table whose column is named like a credential
+``IDENTIFIED BY`` and a space, YAML's block scalars (``password: |`` and the indented lines
+after it), an XML element named as a credential, ``.netrc``'s ``password``, ``curl -u``.
+Structured values: a name/value pair whose name is a credential name (Kubernetes' ``env``)
+masks its value; a table whose column is named like a credential
 masks that column's cells. Each is also run through a real loop into a real SQLite file and its
 ``-wal``. Forms not defended are strict xfails, listed in docs/privacy.md.
 """
@@ -41,6 +43,17 @@ CASES = [
           "Host=db; Password="),
     _case("sql-role", "CREATE ROLE app WITH LOGIN PASSWORD 'CANARYg3';", "CANARYg3",
           "CREATE ROLE app WITH LOGIN PASSWORD '", "';"),
+    _case("yaml-block-literal", "db:\n  password: |\n    two CANARYi1\n  user: ann\n", "CANARYi1",
+          "  password: |\n    ", "\n  user: ann"),
+    _case("yaml-block-folded", "password: >-\n  a CANARYi2\n\nuser: ann", "CANARYi2",
+          "password: >-\n  ", "\n\nuser: ann"),
+    _case("xml-element", "<db><password>a CANARYi5</password></db>", "CANARYi5",
+          "<db><password>", "</password></db>"),
+    _case("netrc", "machine db\n  login ann\n  password CANARYi6\nmachine x", "CANARYi6",
+          "  password ", "\nmachine x"),
+    _case("curl-user", "curl -u ann:CANARYi7 https://x", "CANARYi7", "curl -u ann:", " https://x"),
+    _case("curl-long-user", "curl -s --user 'ann:CANARYi8' https://x", "CANARYi8",
+          "--user 'ann:", "' https://x"),
     _case("sql-identified", "CREATE USER 'app'@'%' IDENTIFIED BY 'it''s CANARYg4';", "CANARYg4",
           "CREATE USER 'app'@'%' IDENTIFIED BY '", "';"),
 ]  # fmt: skip
@@ -50,6 +63,10 @@ KEPT = [
     "Server=db;Password=<your password>;Database=app",
     "ALTER ROLE app WITH PASSWORD NULL;",
     "IDENTIFIED BY '${DB_PASSWORD}'",
+    "password: |\n  ${DB_PASSWORD}\nuser: ann",
+    "<password>${db.password}</password>",
+    "machine learning password reset",
+    "curl -u ann:$PASSWORD https://x",
 ]
 
 
@@ -138,21 +155,15 @@ def test_no_form_reaches_the_database(tmp_path: Path) -> None:
 
 # Not defended (docs/privacy.md): each a strict xfail that fails the day it is caught.
 NOT_DEFENDED = {
-    "yaml-block-literal": "password: |\n    CANARYi1\nuser: ann\n",
-    "yaml-block-folded": "password: >-\n    CANARYi2\n",
     "json-name-value-text": '{"name": "DB_PASSWORD", "value": "CANARYi3"}',
     "yaml-name-value-text": "- name: DB_PASSWORD\n  value: CANARYi4\n",
-    "xml-element": "<password>CANARYi5</password>",
-    "netrc": "machine db login ann password CANARYi6",
-    "curl-user": "curl -u ann:CANARYi7 https://x",
-    "curl-long-user": "curl --user ann:CANARYi8 https://x",
 }
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not defended: YAML block scalars, name/value pairs as text, XML elements, .netrc "
-    "and curl -u are not read as a credential's value (docs/privacy.md)",
+    reason="not defended: a name/value pair written as text (JSON, YAML) is read as two "
+    "members, and 'value' is no credential name (docs/privacy.md)",
 )
 @pytest.mark.parametrize("name", sorted(NOT_DEFENDED))
 def test_forms_not_defended(name: str) -> None:
