@@ -83,6 +83,10 @@ _PLAIN_STRING: Final = re.compile(r'"[^"\\]*+"')  # one without escapes is its o
 _WHOLE_STRING: Final = re.compile(r'"(?:[^"\\]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"')
 _DECODER: Final = json.JSONDecoder(strict=False)
 
+# A name/value pair's members: the one that holds the credential's name, the one its value.
+_PAIR_NAMES: Final = frozenset({"name", "key", "Name", "Key"})
+_PAIR_VALUES: Final = frozenset({"value", "Value"})
+
 # The reader's states: what the next token may be.
 _VALUE, _FIRST_ITEM, _FIRST_KEY, _KEY, _COLON, _AFTER = range(6)
 _CLOSES: Final = {"{": "}", "[": "]"}
@@ -165,6 +169,9 @@ def _read(
     state = _VALUE
     name: str | None = None  # the member whose value comes next
     top: str | None = None  # a string just read at the top: a name, if a colon follows
+    # A name/value pair's credential name (Kubernetes' env: {"name": "DB_PASSWORD", "value":
+    # …}): how many containers were open in its object, and the name its value member is under.
+    pair: tuple[int, str] | None = None
     while (m := _TOKEN.match(text, pos)) is not None:
         kind = m.lastgroup or ""
         start, lexeme = m.start(kind), m.group(kind)
@@ -197,10 +204,19 @@ def _read(
             under = (
                 name if name is not None and is_name(name) else (names[-1][1] if names else None)
             )
+            if (
+                under is None
+                and pair is not None
+                and pair[0] == len(closers)
+                and name in _PAIR_VALUES
+            ):
+                under = pair[1]  # {"name": "DB_PASSWORD", "value": …}
         if kind == "string":
             read = _string(text, start)
             if isinstance(read, int):
                 return read
+            if not naming and name in _PAIR_NAMES and under is None and is_name(read.value):
+                pair = (len(closers), read.value)
             if under is not None:
                 read = read._replace(mask=judge(under, read.value, True, True), under=under)
             if read.mask is not None or _JSON_START.search(read.value):
@@ -216,6 +232,8 @@ def _read(
             if under is not None and not (names and names[-1][1] == under):
                 names.append((len(closers), under))
             closers.append(_CLOSES[lexeme])
+            if pair is not None and pair[0] >= len(closers):
+                pair = None  # another object: its own name member decides
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
             continue
         elif kind == "number":

@@ -4,7 +4,8 @@ Each text case names the form, the text, the canary (a part of the secret that w
 the text around the value that must be kept: a ``;``-separated connection string's password
 that holds spaces (it runs to its ``;``), SQL's quoted password literal after ``PASSWORD`` or
 ``IDENTIFIED BY`` and a space, YAML's block scalars (``password: |`` and the indented lines
-after it), an XML element named as a credential, ``.netrc``'s ``password``, ``curl -u``.
+after it), an XML element named as a credential, ``.netrc``'s ``password``, ``curl -u``, a
+name/value pair in JSON text (``{"name": "DB_PASSWORD", "value": …}``).
 Structured values: a name/value pair whose name is a credential name (Kubernetes' ``env``)
 masks its value; a table whose column is named like a credential
 masks that column's cells. Each is also run through a real loop into a real SQLite file and its
@@ -54,6 +55,9 @@ CASES = [
     _case("curl-user", "curl -u ann:CANARYi7 https://x", "CANARYi7", "curl -u ann:", " https://x"),
     _case("curl-long-user", "curl -s --user 'ann:CANARYi8' https://x", "CANARYi8",
           "--user 'ann:", "' https://x"),
+    _case("json-name-value", '[{"name": "DB_PASSWORD", "value": "a CANARYi3"}, {"name": "HOST", '
+          '"value": "db.internal"}]', "CANARYi3", '{"name": "DB_PASSWORD", "value": "',
+          '"db.internal"'),
     _case("sql-identified", "CREATE USER 'app'@'%' IDENTIFIED BY 'it''s CANARYg4';", "CANARYg4",
           "CREATE USER 'app'@'%' IDENTIFIED BY '", "';"),
 ]  # fmt: skip
@@ -155,15 +159,14 @@ def test_no_form_reaches_the_database(tmp_path: Path) -> None:
 
 # Not defended (docs/privacy.md): each a strict xfail that fails the day it is caught.
 NOT_DEFENDED = {
-    "json-name-value-text": '{"name": "DB_PASSWORD", "value": "CANARYi3"}',
     "yaml-name-value-text": "- name: DB_PASSWORD\n  value: CANARYi4\n",
 }
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not defended: a name/value pair written as text (JSON, YAML) is read as two "
-    "members, and 'value' is no credential name (docs/privacy.md)",
+    reason="not defended: a name/value pair written as YAML text is read as two lines, and "
+    "'value' is no credential name (docs/privacy.md)",
 )
 @pytest.mark.parametrize("name", sorted(NOT_DEFENDED))
 def test_forms_not_defended(name: str) -> None:
