@@ -80,7 +80,8 @@ _ENDS_A_STRING: Final = re.compile(r'[,:\]})\s]|\\++[nrt"]|\Z')
 _PHRASE_END: Final = re.compile(r"(?<![ \t])[ \t]++[#;]|(?<!\\)\\*+[\"'`]|[\r\n]|(?<!\\)\\++[nrt]")
 # Where a connection string's element ends (Server=db;Password=two words;Database=app): its
 # ";", a quote (the end of the string it is in), a line break, written or escaped.
-_ELEMENT_END: Final = re.compile(r"[;\"'`\r\n]|(?<!\\)\\++[nrt]")
+# A backslash run before a quote stays outside (it escapes the quote of a JSON string).
+_ELEMENT_END: Final = re.compile(r"[;\r\n]|(?<!\\)\\*+[\"'`]|(?<!\\)\\++[nrt]")
 # What a connection string's element starts after: a ";" (spaces around it).
 _ELEMENT_LEAD: Final = re.compile(r";[ \t]*+\Z")
 # The line break after a block scalar's indicator, and those between its lines: written, or

@@ -273,6 +273,19 @@ WHOLE_INPUTS: dict[str, Callable[[int], str]] = {
     "mysql-lines": lambda n: "mysql -u root -ps3cret " * (n // 23),
     "mysql-without-flag": lambda n: "mysql " + "-u " * (n // 3),
     "url-json": lambda n: "%7B%22password%22%3A%22a%5C%22b%20c%22%7D+" * (n // 42),
+    # ADR 0046's forms: block scalars (one after another, one long, never indented), connection
+    # string elements never closed, SQL literals, XML, .netrc, curl, name/value pairs.
+    "block-scalars": lambda n: "password: |\n" * (n // 12),
+    "a-long-block": lambda n: "password: |\n" + "  a b\n" * (n // 6),
+    "indented-blocks": lambda n: "  password: |\n  x\n" * (n // 18),
+    "connection-elements": lambda n: ";Password=a b" * (n // 13),
+    "sql-literals": lambda n: "PASSWORD 'a" * (n // 11),
+    "xml-elements": lambda n: "<password>" * (n // 10),
+    "netrc-lines": lambda n: "machine a login b password " * (n // 27),
+    "curl-users": lambda n: "curl -u a:" * (n // 10),
+    "name-value-pairs": lambda n: (
+        "[" + '{"name": "DB_PASSWORD", "value": "x"}, ' * (n // 40) + "0]"
+    ),
 }
 
 
