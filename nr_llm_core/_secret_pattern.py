@@ -166,10 +166,13 @@ class SecretPattern:
         start = m.start("secret")
         if reader.in_connection_string(m.start(), name_end):
             # A connection string's element (Server=db;Password=two words;…): its value runs
-            # to the next ";", whatever it holds, unless it is a placeholder (its first word).
+            # to the next ";". Masked whole when its first word is a secret, or when it is
+            # words with no code in it (a word alone is judged as one, as before).
             end = reader.element_end(start)
-            kept = end <= m.end("secret") or self.replace(m) == m.group()
-            if kept and not judges.connection_value(text[start:end]):
+            if end <= m.end("secret"):
+                return None
+            kept = self.replace(m) == m.group()
+            if kept and not judges.connection_value(text[start:end], words=True):
                 return None
             return start, end, self._mask
         if not reader.starts_a_line(m.start()):
