@@ -374,8 +374,8 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         "credential-value",
         # .netrc: "machine host login user password secret" (on one line or over a few). A value
         # ends before a JSON string's escaped line break or quote (the decoded view reads it).
-        r"(?<![A-Za-z0-9_.-])(?:machine[ \t]+[^\s]{1,253}|default)[ \t\r\n]{1,16}login[ \t]+"
-        r"[^\s]{1,253}[^;|&]{0,240}?[ \t\r\n]password[ \t]+"
+        r"(?<![A-Za-z0-9_.-])(?:machine[ \t]++[^\s]{1,253}+|default)[ \t\r\n]{1,16}+login"
+        r"[ \t]++[^\s]{1,253}+[^;|&]{0,240}?[ \t\r\n]password[ \t]+"
         r'(?P<secret>(?:[^\s\\]|\\(?![nrt\\"]))++)',
         judges.literal_value,
         source="curl's and ftp's .netrc (machine, login, password)",
@@ -389,7 +389,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         "credential-value",
         # curl's -u / --user user:password (the password after the user's colon).
         r"(?<![A-Za-z0-9_.-])curl(?![A-Za-z0-9_.-])[^\r\n;|&]{0,240}?[ \t](?:-u|--user)"
-        r"(?:[ \t]{1,8}|=)?[\"']?+[^\s:\"']{1,128}:"
+        r"(?:[ \t]{1,8}|=)?[\"']?+[^\s:\"']{1,128}+:"
         r"(?P<secret>(?:[^\s\"'\\]|\\(?![nrt\\\"]))++)",
         judges.literal_value,
         source="gitleaks curl-auth-user (curl -u user:password)",
