@@ -75,7 +75,17 @@ _STRING_ESCAPE: Final = re.compile(
 # A quote that ends a string: no backslash before it, or an even run (possessive, and tried
 # only where the run starts, so a run is read once).
 _CLOSING_QUOTE: Final = re.compile(r"(?<!\\)(?:\\\\)*+\"")
+# A whole JSON string as ``json`` reads it with ``strict=False`` (raw control characters too):
+# matched before it is decoded, so a malformed one is never handed to ``json``, whose error
+# counts the line breaks from the text's start to where it failed (for its line number): one
+# such error per unclosed quote made reading quadratic.
+_PLAIN_STRING: Final = re.compile(r'"[^"\\]*+"')  # one without escapes is its own content
+_WHOLE_STRING: Final = re.compile(r'"(?:[^"\\]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"')
 _DECODER: Final = json.JSONDecoder(strict=False)
+
+# A name/value pair's members: the one that holds the credential's name, the one its value.
+_PAIR_NAMES: Final = frozenset({"name", "key", "Name", "Key"})
+_PAIR_VALUES: Final = frozenset({"value", "Value"})
 
 # The reader's states: what the next token may be.
 _VALUE, _FIRST_ITEM, _FIRST_KEY, _KEY, _COLON, _AFTER = range(6)
@@ -110,15 +120,19 @@ def _string(text: str, start: int) -> _Scalar | int:
     """The string whose quote is at ``start``: decoded; cut by the end of ``text`` (a cap),
     decoded as far as it is complete. When it is malformed (an invalid escape), where it
     ends: reading goes on after it."""
-    try:
-        value, end = _DECODER.raw_decode(text, start)
-    except ValueError:
+    plain = _PLAIN_STRING.match(text, start)
+    if plain is not None:
+        end = plain.end()
+        return _Scalar(None, None, start + 1, end - 1, text[start + 1 : end - 1], end - 1, True)
+    whole = _WHOLE_STRING.match(text, start)
+    if whole is None:
         closing = _CLOSING_QUOTE.search(text, start + 1)
         if closing is not None:
             return closing.end()  # closed, so not cut: an invalid escape
         read = _complete_part(text, start + 1)
         value = _DECODER.decode('"' + text[start + 1 : read] + '"')
         return _Scalar(None, None, start + 1, len(text), value, read, quoted=True)
+    value, end = _DECODER.raw_decode(text, start)  # well formed: json reads it as matched
     return _Scalar(None, None, start + 1, end - 1, value, end - 1, quoted=True)
 
 
@@ -155,6 +169,9 @@ def _read(
     state = _VALUE
     name: str | None = None  # the member whose value comes next
     top: str | None = None  # a string just read at the top: a name, if a colon follows
+    # A name/value pair's credential name (Kubernetes' env: {"name": "DB_PASSWORD", "value":
+    # …}): how many containers were open in its object, and the name its value member is under.
+    pair: tuple[int, str] | None = None
     while (m := _TOKEN.match(text, pos)) is not None:
         kind = m.lastgroup or ""
         start, lexeme = m.start(kind), m.group(kind)
@@ -187,10 +204,19 @@ def _read(
             under = (
                 name if name is not None and is_name(name) else (names[-1][1] if names else None)
             )
+            if (
+                under is None
+                and pair is not None
+                and pair[0] == len(closers)
+                and name in _PAIR_VALUES
+            ):
+                under = pair[1]  # {"name": "DB_PASSWORD", "value": …}
         if kind == "string":
             read = _string(text, start)
             if isinstance(read, int):
                 return read
+            if not naming and name in _PAIR_NAMES and under is None and is_name(read.value):
+                pair = (len(closers), read.value)
             if under is not None:
                 read = read._replace(mask=judge(under, read.value, True, True), under=under)
             if read.mask is not None or _JSON_START.search(read.value):
@@ -206,6 +232,8 @@ def _read(
             if under is not None and not (names and names[-1][1] == under):
                 names.append((len(closers), under))
             closers.append(_CLOSES[lexeme])
+            if pair is not None and pair[0] >= len(closers):
+                pair = None  # another object: its own name member decides
             state, name = (_FIRST_KEY if lexeme == "{" else _FIRST_ITEM), None
             continue
         elif kind == "number":

@@ -258,6 +258,9 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         rf"(?P<before>[ \t]{{0,32}})(?::=|=>|[:=])(?P<after>[ \t]{{0,32}})"
         rf"(?:(?P<open>[{_Q}])"
         rf"(?![,;)\]}}](?=[\s,;)\]}}]|$)|[+%][\s(]|\.[A-Za-z_]\w*\()"
+        # YAML's block scalar (| or >, its chomping and indentation marks, the line's end):
+        # the value is the indented lines that follow (QuoteReader.block_end).
+        rf"|(?P<block>[|>][-+1-9]{{0,2}})(?=[ \t]{{0,32}}(?:#[^\r\n]*+)?(?:\r?\n|\\[nr]))"
         rf"|(?P<quote>`)?(?P<secret>[^\s{_Q}`&#,;<>=](?(query)[^\s{_Q}`&#,;<>]*|[^\s{_Q}`,;<>]*)))",
         judges.credential,
         quoted=judges.quoted_credential,
@@ -295,6 +298,9 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             "password: '⟦%hunter2x⟧'",
             "password: '⟦+s3cretPW⟧'",
             "password: '⟦)s3cr3t⟧'",
+            # YAML's block scalars: the indented lines after the name's line (red team 8).
+            "db:\n  password: |\n    ⟦two words\n    s3cret⟧\n  user: ann",
+            "password: >-\n  ⟦s3cret-pw⟧\n",
         ),
         negative=(
             "def login(token: str) -> None:",
@@ -326,6 +332,7 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
             '{"src": "print(\\"shlex: token=EOF\\")", "env": "PWD=\\/home\\/ann"}',
             'password: "${DB_PASSWORD}" # from the vault',
             "PASSWORD='' psql",
+            "password: |\n  ${DB_PASSWORD}\nuser: ann",
         ),
     ),
     SecretPattern(
@@ -336,5 +343,60 @@ NAMED_VALUE_SHAPES: Final[tuple[SecretPattern, ...]] = (
         "quoted values read as credential-value reads them (ADR 0040)",
         positive=("mysql -u root -p'⟦it''s-s3cret⟧' shop", 'mysqldump -p"⟦s3\\"cret⟧" db'),
         negative=('docker run -p"8080:80" nginx', "ssh -p'22' host", 'mkdir -p"$HOME"'),
+    ),
+    SecretPattern(
+        "credential-value",
+        # SQL's quoted password literal after PASSWORD or IDENTIFIED BY and a space (CREATE or
+        # ALTER ROLE/USER, SET PASSWORD … = is read by the shape above): a string literal,
+        # read to its real end (SQL doubles a quote inside: 'it''s').
+        r"(?<![A-Za-z0-9_.-])(?i:password|identified[ \t]{1,8}by)[ \t]{1,8}(?P<open>')",
+        quoted=judges.quoted_credential,
+        source="SQL: PostgreSQL's CREATE/ALTER ROLE … PASSWORD '…', MySQL's and MariaDB's "
+        "IDENTIFIED BY '…'",
+        positive=(
+            "CREATE ROLE app WITH LOGIN PASSWORD '⟦s3cret-pw⟧';",
+            "CREATE USER 'app'@'%' IDENTIFIED BY '⟦it''s-s3cret⟧';",
+            "alter user app with password '⟦two words⟧'",
+        ),
+        negative=("ALTER ROLE app WITH PASSWORD NULL;", "IDENTIFIED BY '${DB_PASSWORD}'"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # An XML element named as a credential: its text, to its end tag (<password>…).
+        rf"<{_CREDENTIAL_NAME}>(?P<secret>[^<>]{{1,1024}})</(?P=name)>",
+        judges.literal_value,
+        source="XML elements under a credential name (Maven settings.xml, .NET config, "
+        "SOAP), as noseyparker's generic rules read a value after a keyword",
+        positive=("<password>⟦two s3cret words⟧</password>", "<db_password>⟦x9y8⟧</db_password>"),
+        negative=("<password>${db.password}</password>", "<token></token>"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # .netrc: "machine host login user password secret" (on one line or over a few). A value
+        # ends before a JSON string's escaped line break or quote (the decoded view reads it).
+        r"(?<![A-Za-z0-9_.-])(?:machine[ \t]++[^\s]{1,253}+|default)[ \t\r\n]{1,16}+login"
+        r"[ \t]++[^\s]{1,253}+[^;|&]{0,240}?[ \t\r\n]password[ \t]+"
+        r'(?P<secret>(?:[^\s\\]|\\(?![nrt\\"]))++)',
+        judges.literal_value,
+        source="curl's and ftp's .netrc (machine, login, password)",
+        positive=(
+            "machine db.internal login ann password ⟦s3cret-pw⟧",
+            "machine api.example.com\n  login ann\n  password ⟦two-words⟧\n",
+        ),
+        negative=("machine learning password reset", "machine h login ann password $PW"),
+    ),
+    SecretPattern(
+        "credential-value",
+        # curl's -u / --user user:password (the password after the user's colon).
+        r"(?<![A-Za-z0-9_.-])curl(?![A-Za-z0-9_.-])[^\r\n;|&]{0,240}?[ \t](?:-u|--user)"
+        r"(?:[ \t]{1,8}|=)?[\"']?+[^\s:\"']{1,128}+:"
+        r"(?P<secret>(?:[^\s\"'\\]|\\(?![nrt\\\"]))++)",
+        judges.literal_value,
+        source="gitleaks curl-auth-user (curl -u user:password)",
+        positive=(
+            "curl -u ann:⟦s3cret-pw⟧ https://api.example.com",
+            "curl -s --user 'ann:⟦s3cret-pw⟧' https://x",
+        ),
+        negative=("curl -u ann: https://x", "curl -u ann:$PASSWORD https://x"),
     ),
 )

@@ -78,6 +78,19 @@ _ENDS_A_STRING: Final = re.compile(r'[,:\]})\s]|\\++[nrt"]|\Z')
 # Where a phrase ends: a comment after a space, a quote or backtick (a backslash run before it
 # stays outside), a line break, written or escaped. Each run is tried only where it starts.
 _PHRASE_END: Final = re.compile(r"(?<![ \t])[ \t]++[#;]|(?<!\\)\\*+[\"'`]|[\r\n]|(?<!\\)\\++[nrt]")
+# Where a connection string's element ends (Server=db;Password=two words;Database=app): its
+# ";", a quote (the end of the string it is in), a line break, written or escaped.
+# A backslash run before a quote stays outside (it escapes the quote of a JSON string).
+_ELEMENT_END: Final = re.compile(r"[;\r\n]|(?<!\\)\\*+[\"'`]|(?<!\\)\\++[nrt]")
+# What a connection string's element starts after: a ";" (spaces around it).
+_ELEMENT_LEAD: Final = re.compile(r";[ \t]*+\Z")
+# The line break after a block scalar's indicator, and those between its lines: written, or
+# escaped as a JSON string escapes it (the decoded view reads a JSON string's as written).
+_LINE_BREAK: Final = re.compile(r"\r?\n|\\r?\\n")
+# A block's line also ends at a quote that ends the string the block is in (before , ] } or at
+# the text's end), no backslash before it in a JSON string's escaped lines.
+_WRITTEN_BREAK: Final = re.compile(r'\r?\n|"(?=[,\]}]|\Z)')
+_ESCAPED_BREAK: Final = re.compile(r'\\r?\\n|(?<!\\)"(?=[,\]}]|\Z)')
 # What may stand between a line's start and a name that starts it: indentation, then shell's
 # export, a YAML list's dash or INI's comment-free nothing. Read backwards, this far at most.
 _LINE_LEAD_MAX: Final = 80
@@ -120,6 +133,60 @@ class QuoteReader:
                 head = head[opened + 1 :]  # the start of a string the line is in
         words = head.split()
         return all(word in _LINE_WORDS for word in words)
+
+    def block_span(self, name: int, indicator_end: int) -> tuple[int, int]:
+        """Where the content of a YAML block scalar starts and ends: the lines after the one
+        its indicator (ending at ``indicator_end``) is on, while they are blank or indented
+        more than the line of ``name``; trailing blank lines left out. Its lines' breaks are
+        written (``\n``) or escaped as a JSON string escapes them (``\\n``)."""
+        text = self.text
+        first = _LINE_BREAK.search(text, indicator_end)
+        if first is None:
+            return indicator_end, indicator_end
+        breaks = _ESCAPED_BREAK if "\\" in first.group() else _WRITTEN_BREAK
+        # The name's line's indentation, looked for this far back at most (as starts_a_line).
+        low = max(0, name - _LINE_LEAD_MAX)
+        written, escaped = text.rfind("\n", low, name), text.rfind("\\n", low, name)
+        line_start = max(written + 1, escaped + 2 if escaped >= 0 else -1)
+        if line_start == 0 and low > 0:
+            line_start = name  # too far from the line's start: no indentation seen
+        lead = text[line_start:name]
+        indent = len(lead) - len(lead.lstrip(" \t-"))
+        low = high = pos = first.end()
+        while pos < len(text):
+            nxt = breaks.search(text, pos)
+            end = len(text) if nxt is None else nxt.start()
+            if nxt is not None and nxt.group()[-1] == '"':
+                nxt = None  # the end of the string the block is in
+            line = text[pos:end]
+            stripped = line.lstrip(" \t")
+            if stripped and len(line) - len(stripped) <= indent:
+                break
+            if stripped:
+                if high == low:
+                    low = pos + len(line) - len(stripped)
+                high = end
+            if nxt is None:
+                break
+            pos = nxt.end()
+        return low, high
+
+    def in_connection_string(self, pos: int, name_end: int) -> bool:
+        """Whether the name at ``pos`` (ending at ``name_end``) is an element of a ``;``
+        separated connection string: a ``;`` before it and ``=`` right after it."""
+        text = self.text
+        if not text.startswith("=", name_end):
+            return False
+        return _ELEMENT_LEAD.search(text, max(0, pos - 8), pos) is not None
+
+    def element_end(self, start: int) -> int:
+        """Where a connection string's element value that starts at ``start`` ends: before
+        its ``;``, a quote or the line's end, trailing spaces left out."""
+        m = self._search(_ELEMENT_END, start)
+        end = len(self.text) if m is None else m.start()
+        while end > start and self.text[end - 1] in " \t":
+            end -= 1
+        return end
 
     def phrase_end(self, start: int) -> int:
         """Where a phrase that starts at ``start`` ends: before a comment, a quote or the

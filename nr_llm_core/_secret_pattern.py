@@ -114,6 +114,12 @@ class SecretPattern:
         while (m := self.regex.search(text, pos)) is not None:
             pos = m.end()
             opening = m.start("open")
+            if m.groupdict().get("block") is not None:
+                region = self._block_region(m, reader, judge)
+                if region is not None:
+                    found.append(region)
+                    pos = max(pos, region[1])
+                continue
             if opening < 0:
                 region = self._phrase_region(m, reader)
                 if region is not None:
@@ -135,6 +141,16 @@ class SecretPattern:
             pos = max(pos, end)
         return found
 
+    def _block_region(
+        self, m: re.Match[str], reader: QuoteReader, judge: QuotedJudge
+    ) -> Region | None:
+        # YAML's block scalar after a credential name (password: |): its value is the lines
+        # indented more than the name's line, masked whole as a quoted value is judged.
+        low, high = reader.block_span(m.start(), m.end("block"))
+        if high <= low or not judge(m, m.string[low:high]):
+            return None
+        return low, high, self._mask
+
     def _phrase_region(self, m: re.Match[str], reader: QuoteReader) -> Region | None:
         # An unquoted value after a name that starts its line, read to the line's end: masked
         # whole when the phrase judge says so (ADR 0043).
@@ -145,9 +161,22 @@ class SecretPattern:
             return None
         text = m.string
         name_end = m.end("name")
-        if text.startswith(('"', "'"), name_end) or not reader.starts_a_line(m.start()):
+        if text.startswith(('"', "'"), name_end):
             return None  # a quoted name ("password": …) is no config line's
         start = m.start("secret")
+        if reader.in_connection_string(m.start(), name_end):
+            # A connection string's element (Server=db;Password=two words;…): its value runs
+            # to the next ";". Masked whole when its first word is a secret, or when it is
+            # words with no code in it (a word alone is judged as one, as before).
+            end = reader.element_end(start)
+            if end <= m.end("secret"):
+                return None
+            kept = self.replace(m) == m.group()
+            if kept and not judges.connection_value(text[start:end], words=True):
+                return None
+            return start, end, self._mask
+        if not reader.starts_a_line(m.start()):
+            return None
         end = reader.phrase_end(start)
         if end <= m.end("secret") or not self._phrase(m, text[start:end]):
             return None

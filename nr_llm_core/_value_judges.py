@@ -319,6 +319,28 @@ def phrase_credential(m: re.Match[str], phrase: str) -> bool:
 _PORTS: Final = re.compile(r"[0-9]{1,5}|(?:[0-9.]{1,39}:){1,2}[0-9]{1,5}(?:/(?:tcp|udp))?")
 
 
+def connection_value(value: str, *, words: bool = False) -> bool:
+    """Whether ``value``, a value a format writes as itself (a connection string element's
+    under a credential name, read to its ``;``: ``Password=blue sky;``), is a secret: a
+    literal, unless it is a placeholder or template, or has no letter or digit; with
+    ``words``, also not when it holds a code character (``a + b``, ``f(x)``)."""
+    core = value.strip()
+    if len(core) < 2 or not any(c.isalnum() for c in core) or core[0] in "([{!":
+        return False
+    if words and any(c in _CODE_CHARS for c in core):
+        return False
+    return not is_placeholder(core) and "$" not in core
+
+
+def literal_value(m: re.Match[str]) -> str:
+    """Replacer for a value a format writes as itself (an XML element's text, ``.netrc``'s
+    ``password``, ``curl -u``'s ``user:password``): masked unless it is a placeholder or
+    template, or has no letter or digit."""
+    if connection_value(m.group("secret")):
+        return keep_prefix("credential-value")(m)
+    return m.group()
+
+
 def flag_password(m: re.Match[str], value: str) -> bool:
     """Whether ``value``, quoted right after ``-p`` (MySQL's and MariaDB's ``-p'secret'``), is
     a password: as :func:`quoted_credential` judges one, and not a port or port mapping."""

@@ -363,6 +363,8 @@ def _redact_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
             raise RedactionError("dict keys must be str")
     # Keys that redact to themselves are claimed first, so a placeholder never displaces one.
     out: dict[str, Any] = {}
+    named = _names_a_credential(value)
+    secret_columns = _secret_columns(value)
     taken = {k for k in value if redact_text(k) == k}
     counter = [0]
     for key, item in value.items():
@@ -371,8 +373,50 @@ def _redact_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
         else:
             new_key = _redact_key(key, taken | out.keys(), counter)
             taken.add(new_key)
-        if is_sensitive_key(key) and item is not None:
+        if item is not None and (is_sensitive_key(key) or (named and key.lower() == "value")):
             out[new_key] = _SENSITIVE_MASK
+        elif key == "rows" and secret_columns:
+            out[new_key] = redact_value(_mask_columns(item, secret_columns), _depth=depth + 1)
         else:
             out[new_key] = redact_value(item, _depth=depth + 1)
     return out
+
+
+# The members of a name/value pair (Kubernetes' env, ECS's environment, Terraform's): a dict
+# whose name member holds a credential name holds that credential in its value member.
+_PAIR_NAMES: Final = ("name", "key", "Name", "Key")
+
+
+def _names_a_credential(value: dict[str, Any]) -> bool:
+    # {"name": "DB_PASSWORD", "value": "…"}: the value member is the credential's value.
+    if "value" not in value and "Value" not in value:
+        return False
+    for member in _PAIR_NAMES:
+        name = value.get(member)
+        if type(name) is str and len(name) <= _CACHED_NAME_MAX and _is_credential_member(name):
+            return True
+    return False
+
+
+def _secret_columns(value: dict[str, Any]) -> frozenset[int]:
+    # A table ({"columns": [...], "rows": [[...]]}, a TABLE artifact's data): the columns
+    # whose names are credential names (password, api_token) hold a credential in each cell.
+    columns, rows = value.get("columns"), value.get("rows")
+    if type(columns) is not list or type(rows) is not list:
+        return frozenset()
+    return frozenset(
+        i
+        for i, name in enumerate(columns)
+        if type(name) is str and len(name) <= _CACHED_NAME_MAX and _is_credential_member(name)
+    )
+
+
+def _mask_columns(rows: list[Any], columns: frozenset[int]) -> list[Any]:
+    # Each row's cells in those columns masked whole (a row that is not a list is left to the
+    # walk).
+    return [
+        [_SENSITIVE_MASK if i in columns and c is not None else c for i, c in enumerate(row)]
+        if type(row) is list
+        else row
+        for row in rows
+    ]

@@ -90,7 +90,14 @@ class _CountedDecoder:
 @pytest.fixture
 def work(monkeypatch: pytest.MonkeyPatch) -> _Work:
     counted = _Work()
-    for name in ("_TOKEN", "_STRING_ESCAPE", "_CLOSING_QUOTE", "_JSON_START"):
+    for name in (
+        "_TOKEN",
+        "_STRING_ESCAPE",
+        "_CLOSING_QUOTE",
+        "_JSON_START",
+        "_WHOLE_STRING",
+        "_PLAIN_STRING",
+    ):
         monkeypatch.setattr(reader, name, _CountedRegex(getattr(reader, name), counted))
     monkeypatch.setattr(reader, "_DECODER", _CountedDecoder(reader._DECODER, counted))
     scalars = reader._scalars

@@ -15,6 +15,7 @@ quadratic reader could pass on small inputs).
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -24,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from nr_llm_core import _json_members, _secret_pattern
 from nr_llm_core import _quoted_values as reader
-from nr_llm_core import _secret_pattern
 from nr_llm_core.redaction import SECRET_PATTERNS, mask_secrets
 
 from .test_linear_time import _repeats
@@ -112,6 +113,14 @@ INPUTS: dict[str, Callable[[int], str]] = {
     # Backslash runs before quotes.
     "backslash-runs": lambda n: 'password: "' + "\\" * n + '"',
     "mysql-flags": lambda n: "mysql -p'" + "a'\\''" * (n // 6),
+    # A quoted value never closed, a backslash at each line's end (the red team's: 1 MB took
+    # 24 s), with either quote, after "=" too, and with JSON's escaped line breaks.
+    "backslash-line-ends": lambda n: 'password: "a\\\n' * (n // 15),
+    "backslash-line-ends-single": lambda n: "password: 'a\\\n" * (n // 15),
+    "backslash-line-ends-assigned": lambda n: 'password="\\\n' * (n // 12),
+    "backslash-line-ends-in-a-json-string": lambda n: (
+        '["' + 'password: \\"a\\\\\\n' * (n // 17) + '"]'
+    ),
 }
 
 
@@ -215,7 +224,37 @@ def every_regex(monkeypatch: pytest.MonkeyPatch) -> _Work:
             elif isinstance(value, dict) and any(isinstance(v, re.Pattern) for v in value.values()):
                 for key, regex in list(value.items()):
                     monkeypatch.setitem(value, key, _CountingRegex(regex, counted))
+    monkeypatch.setattr(
+        _json_members, "_DECODER", _CountingDecoder(_json_members._DECODER, counted)
+    )
     return counted
+
+
+class _CountingDecoder:
+    """The JSON reader's decoder, counted as a regex is: what a decode goes over; and when it
+    fails, what its error costs to build (``json`` counts the line breaks from the text's
+    start to where it failed, for the error's line number)."""
+
+    def __init__(self, decoder: json.JSONDecoder, work: _Work) -> None:
+        self.decoder, self.work = decoder, work
+
+    def raw_decode(self, text: str, idx: int = 0) -> tuple[Any, int]:
+        try:
+            value, end = self.decoder.raw_decode(text, idx)
+        except json.JSONDecodeError as e:
+            self.work.add(e.pos - idx + e.pos)
+            raise
+        self.work.add(end - idx)
+        return value, end
+
+    def decode(self, text: str) -> Any:
+        try:
+            value = self.decoder.decode(text)
+        except json.JSONDecodeError as e:
+            self.work.add(2 * e.pos)
+            raise
+        self.work.add(len(text))
+        return value
 
 
 # The inputs above, and those of ADR 0043's forms: quoted values that start with a space (code
@@ -234,6 +273,19 @@ WHOLE_INPUTS: dict[str, Callable[[int], str]] = {
     "mysql-lines": lambda n: "mysql -u root -ps3cret " * (n // 23),
     "mysql-without-flag": lambda n: "mysql " + "-u " * (n // 3),
     "url-json": lambda n: "%7B%22password%22%3A%22a%5C%22b%20c%22%7D+" * (n // 42),
+    # ADR 0046's forms: block scalars (one after another, one long, never indented), connection
+    # string elements never closed, SQL literals, XML, .netrc, curl, name/value pairs.
+    "block-scalars": lambda n: "password: |\n" * (n // 12),
+    "a-long-block": lambda n: "password: |\n" + "  a b\n" * (n // 6),
+    "indented-blocks": lambda n: "  password: |\n  x\n" * (n // 18),
+    "connection-elements": lambda n: ";Password=a b" * (n // 13),
+    "sql-literals": lambda n: "PASSWORD 'a" * (n // 11),
+    "xml-elements": lambda n: "<password>" * (n // 10),
+    "netrc-lines": lambda n: "machine a login b password " * (n // 27),
+    "curl-users": lambda n: "curl -u a:" * (n // 10),
+    "name-value-pairs": lambda n: (
+        "[" + '{"name": "DB_PASSWORD", "value": "x"}, ' * (n // 40) + "0]"
+    ),
 }
 
 
@@ -257,5 +309,5 @@ def test_the_whole_redactor_does_linear_work(name: str, every_regex: _Work) -> N
 
 def test_the_quoted_shapes_are_the_ones_counted() -> None:
     assert {s.kind for s in QUOTED_SHAPES} == {"credential-value"}
-    assert len(QUOTED_SHAPES) == 4  # names, -p'…', flags, known clients' -p (ADR 0043)
+    assert len(QUOTED_SHAPES) == 5  # names, -p'…', flags, known clients' -p (ADR 0043), SQL
     assert _secret_pattern.QuoteReader is reader.QuoteReader
