@@ -272,6 +272,37 @@ ca_bundle_option = _env_option(
 _FROM_FILE = "the config file's [providers.NAME]"
 
 
+#: Servers that speak the OpenAI-compatible wire, by the names a user may try as a provider;
+#: each with its usual local base URL when it has one.
+_OPENAI_COMPATIBLE: Final = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llama.cpp": "http://localhost:8080/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "lmstudio": "http://localhost:1234/v1",
+    "localai": "http://localhost:8080/v1",
+}
+
+
+class _ProviderChoice(click.Choice):  # type: ignore[type-arg]  # click 8.2 made Choice generic
+    """``--provider``'s choice, whose refusal says how to reach an OpenAI-compatible server
+    (Ollama, vLLM, llama.cpp …) that a user named as if it were a provider."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            name = str(value).strip().lower()
+            url = _OPENAI_COMPATIBLE.get(name)
+            hint = (
+                f" {name} speaks the OpenAI-compatible wire: --provider openai --base-url {url}"
+                if url is not None
+                else " An OpenAI-compatible server (Ollama, vLLM, llama.cpp …): --provider "
+                "openai --base-url URL (usually ending in /v1)"
+            )
+            raise click.BadParameter(exc.message + hint, ctx=ctx, param=param) from None
+
+
 def provider_options(func: F) -> F:
     """``--provider``, ``--model``, ``--base-url``, ``--proxy``, ``--ca-bundle``,
     ``--max-tokens``, ``--timeout``, ``--trust-zone``, ``--script``. Each help names the
@@ -281,7 +312,7 @@ def provider_options(func: F) -> F:
         [
             click.option(
                 "--provider",
-                type=click.Choice(list(PROVIDER_NAMES)),
+                type=_ProviderChoice(list(PROVIDER_NAMES)),
                 default=None,
                 help="Model provider: scripted (offline: plays a fixed script and does not "
                 f"read the prompt), openai (needs {OPENAI_KEY_VAR} for api.openai.com) or "
