@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import math
+import os
 import re
 import shutil
 import sys
@@ -135,8 +136,21 @@ class _VisibleStderr(logging.Handler):
             self.handleError(record)
 
 
+#: The variable that sets the level of nr-llm's own log lines on the command line's stderr
+#: (``DEBUG``, ``INFO``, ``WARNING``, the default, or ``ERROR``): ``DEBUG`` shows, on your own
+#: terminal, what is never logged above it, such as a tool's exception message.
+LOG_LEVEL_ENV_VAR: Final = "NR_LLM_LOG_LEVEL"
+_LEVELS: Final = {
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARNING": logging.WARNING,
+    "ERROR": logging.ERROR,
+}
+
+
 def log_visibly() -> None:
-    """Show log records of WARNING and above on stderr through :func:`visible`.
+    """Show log records of WARNING and above (nr-llm's own from the level
+    :data:`LOG_LEVEL_ENV_VAR` names) on stderr through :func:`visible`.
 
     Without it, Python's last-resort handler writes them raw. Only when the application
     configured no logging (no root handler); a host that did keeps its own. The last-resort
@@ -145,8 +159,19 @@ def log_visibly() -> None:
     """
     root = logging.getLogger()
     if not root.handlers:
-        handler = _VisibleStderr(logging.WARNING)
+        named = os.environ.get(LOG_LEVEL_ENV_VAR, "").strip().upper()
+        level = _LEVELS.get(named)
+        if named and level is None:
+            raise click.UsageError(
+                f"{LOG_LEVEL_ENV_VAR} must be one of DEBUG, INFO, WARNING or ERROR"
+            )
+        handler = _VisibleStderr(logging.DEBUG if level is not None else logging.WARNING)
         handler.setFormatter(logging.Formatter("%(message)s"))
+        # Other libraries' records stay at WARNING and above (httpx's DEBUG holds requests).
+        handler.addFilter(lambda r: r.levelno >= logging.WARNING or r.name.startswith("nr_llm"))
+        if level is not None:
+            handler.addFilter(lambda r: r.levelno >= level)
+            logging.getLogger("nr_llm").setLevel(level)
         root.addHandler(handler)
         logging.lastResort = handler
 
