@@ -104,11 +104,14 @@ pytest
 nr-llm tools run $name --args '{"text": "to be or not to be"}'
 ```
 
-The package depends on `nr-llm`. Where `nr-llm` is not on your package index yet, point pip at
-a directory holding its wheel (`python -m build` in an nr-llm clone writes one to `dist/`):
+The package depends on `nr-llm`, which is not on PyPI yet. Install nr-llm's own wheel first
+(`python -m build` in an nr-llm clone writes one to `dist/`), so that pip finds the dependency
+installed and never looks the name up on an index, where anyone could publish a package of
+that name:
 
 ```sh
-pip install --find-links /path/to/nr-llm/dist -e '.[test]'
+pip install /path/to/nr-llm/dist/nr_llm-*.whl
+pip install -e '.[test]'
 ```
 
 - `src/$module/__init__.py`: the tool, one `@tool` function.

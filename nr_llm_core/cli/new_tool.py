@@ -105,6 +105,7 @@ def new_tool(name: str, directory: Path) -> None:
         "first paragraph is what a model reads"
     )
     click.echo(
-        "\n(nr-llm not on your package index yet? Build its wheel in a clone with\n"
-        "`python -m build` and add `--find-links /path/to/nr-llm/dist` to the pip install.)"
+        "\n(nr-llm is not on PyPI: pip finds it installed in that Python. Elsewhere, install\n"
+        "its wheel first, `pip install /path/to/nr-llm/dist/nr_llm-*.whl` (`python -m build`\n"
+        "in a clone writes it), never through an index, where anyone could publish that name.)"
     )

@@ -150,14 +150,18 @@ def test_a_fresh_venv_outside_the_clone_runs_the_demo(installed: Venv, tmp_path:
 def test_a_scaffolded_tool_installs_against_the_built_wheel_and_passes_its_tests(
     dists: dict[str, Path], tmp_path: Path
 ) -> None:
-    """``nr-llm new-tool``'s package depends on ``nr-llm``; until it is on an index, pip finds
-    it through ``--find-links`` (what the scaffold's README says). In a venv with nothing
-    installed, the scaffold's own tests pass against the wheel."""
+    """``nr-llm new-tool``'s package depends on ``nr-llm``, which is not on PyPI: the
+    scaffold's README installs nr-llm's wheel first, so that pip finds the dependency installed
+    and never looks the name up on an index (``--find-links``, which it said before, still asks
+    the index and takes a higher version published there by anyone). In a venv with nothing
+    installed, the README's two commands install it and the scaffold's own tests pass."""
     venv = _venv(tmp_path / "env")
     root = scaffold("word_tally", tmp_path)
     readme = (root / "README.md").read_text(encoding="utf-8")
-    assert "--find-links" in readme
-    venv.pip_install("--find-links", dists["dir"], "-e", f"{root}[test]")
+    assert "pip install /path/to/nr-llm/dist/nr_llm-*.whl\npip install -e '.[test]'" in readme
+    assert "--find-links" not in readme
+    venv.pip_install(str(dists["wheel"]))
+    venv.pip_install("-e", f"{root}[test]")
     tests = venv.run(venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=root)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "3 passed" in tests.stdout
